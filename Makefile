@@ -1,0 +1,147 @@
+# syncd: one non-recursive Makefile.
+#
+#   make            build build/syncd
+#   make test       build and run every test (unit, data-driven, integration)
+#   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make valgrind   the unit tests under valgrind memcheck
+#   make deps       install the Debian packages (as root), else print the command
+#   make bench      run the benchmarks in bench/ (compares with peers)
+#   make demo      render the example app (the main job, until the controller lands)
+#   make format     clang-format the tree
+#
+# SANITIZE=address,undefined builds everything with those sanitizers into
+# build-san/ (used by `make check`).
+
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+ifdef SANITIZE
+BUILD ?= build-san
+else
+BUILD ?= build
+endif
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+
+# Debian package that provides each pkg-config module.
+PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
+	jansson:libjansson-dev criterion:libcriterion-dev
+DEB_PACKAGES := build-essential pkg-config valgrind git \
+	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
+
+# Modules the build needs; refuse early with the package to install.
+ifeq ($(filter deps clean format help,$(MAKECMDGOALS)),)
+MISSING := $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(word 1,$(subst :, ,$(p))) && echo ok),,$(word 2,$(subst :, ,$(p)))))
+ifneq ($(strip $(MISSING)),)
+$(error missing libraries; install them with: apt-get install $(strip $(MISSING))   (or run: make deps))
+endif
+endif
+
+LIB_MODULES := yaml-0.1 jansson libcurl libgit2
+LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_MODULES) 2>/dev/null)
+LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_MODULES) 2>/dev/null)
+TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
+TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+
+WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
+	-Wvla -Wformat-security -Wwrite-strings -Wshadow
+OPT ?= -O2 -g
+CFLAGS ?= $(OPT)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DSYNCD_VERSION='"$(VERSION)"' \
+	$(WARNINGS) $(CFLAGS) -I. $(LIB_CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(LDFLAGS)
+ifdef SANITIZE
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+# Libraries, in dependency order: syncd -> renderers -> diff -> util.
+UTIL_SRC := $(wildcard util/*.c)
+DIFF_SRC := $(wildcard diff/*.c)
+RENDER_SRC := $(wildcard renderers/*.c)
+SYNCD_SRC := $(filter-out syncd/main.c,$(wildcard syncd/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIBUTIL := $(BUILD)/libutil.a
+LIBDIFF := $(BUILD)/libdiff.a
+LIBRENDER := $(BUILD)/librender.a
+LIBSYNCD := $(BUILD)/libsyncd.a
+LIBS_ALL := $(LIBSYNCD) $(LIBRENDER) $(LIBDIFF) $(LIBUTIL)
+
+SYNCD := $(BUILD)/syncd
+
+# One Criterion binary per module folder under tests/unit/.
+UNIT_MODULES := $(notdir $(patsubst %/,%,$(dir $(wildcard tests/unit/*/*.c))))
+UNIT_MODULES := $(sort $(UNIT_MODULES))
+UNIT_BINS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit-$(m))
+TEST_HELPERS := $(wildcard tests/helpers/*.c)
+
+.PHONY: all test check valgrind deps bench demo clean format help unit
+.DEFAULT_GOAL := all
+
+all: $(SYNCD)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+
+$(LIBUTIL): $(call obj,$(UTIL_SRC))
+$(LIBDIFF): $(call obj,$(DIFF_SRC))
+$(LIBRENDER): $(call obj,$(RENDER_SRC))
+$(LIBSYNCD): $(call obj,$(SYNCD_SRC))
+$(LIBS_ALL):
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(SYNCD): $(call obj,syncd/main.c) $(LIBS_ALL)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+define unit_rule
+$(BUILD)/tests/unit-$(1): $(call obj,$(wildcard tests/unit/$(1)/*.c) $(TEST_HELPERS)) $(LIBS_ALL)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIB_LIBS) $$(TEST_LIBS)
+endef
+$(foreach m,$(UNIT_MODULES),$(eval $(call unit_rule,$(m))))
+
+unit: $(UNIT_BINS)
+
+# Everything the test driver runs: unit binaries, the CLI, integration scripts.
+test: $(SYNCD) $(UNIT_BINS)
+	@BUILD=$(BUILD) tests/run.sh
+
+check:
+	$(MAKE) SANITIZE=address,undefined test
+
+valgrind: $(UNIT_BINS)
+	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get install -y --no-install-recommends $(DEB_PACKAGES) || \
+		{ apt-get update && apt-get install -y --no-install-recommends $(DEB_PACKAGES); }; \
+	else \
+		echo "apt-get install $(DEB_PACKAGES)"; \
+	fi
+
+bench: $(SYNCD)
+	@BUILD=$(BUILD) bench/render.sh
+
+demo: $(SYNCD)
+	$(SYNCD) render examples/guestbook
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-san
+
+help:
+	@sed -n '2,13p' Makefile
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
