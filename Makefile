@@ -26,14 +26,24 @@ PKG_CONFIG ?= pkg-config
 # Debian package that provides each pkg-config module.
 PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 	jansson:libjansson-dev criterion:libcriterion-dev
-DEB_PACKAGES := build-essential pkg-config valgrind git \
+DEB_PACKAGES := build-essential pkg-config valgrind git time \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
 
-# Modules the build needs; refuse early with the package to install.
+# Modules the build needs. When one is missing, root installs the Debian
+# packages right away (so `make demo` and `make test` are all the setup a
+# fresh machine needs); anyone else is told the one command to run.
+missing_pkgs = $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(word 1,$(subst :, ,$(p))) 2>/dev/null && echo ok),,$(word 2,$(subst :, ,$(p)))))
 ifeq ($(filter deps clean format help,$(MAKECMDGOALS)),)
-MISSING := $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(word 1,$(subst :, ,$(p))) && echo ok),,$(word 2,$(subst :, ,$(p)))))
-ifneq ($(strip $(MISSING)),)
-$(error missing libraries; install them with: apt-get install $(strip $(MISSING))   (or run: make deps))
+MISSING := $(strip $(missing_pkgs))
+ifneq ($(MISSING),)
+ifeq ($(shell id -u),0)
+$(info installing missing packages: $(MISSING))
+DEPS_LOG := $(shell $(MAKE) --no-print-directory deps >&2; echo done)
+MISSING := $(strip $(missing_pkgs))
+endif
+endif
+ifneq ($(MISSING),)
+$(error missing libraries; install them with: apt-get install $(MISSING)   (or run: make deps))
 endif
 endif
 
@@ -61,6 +71,15 @@ DIFF_SRC := $(wildcard diff/*.c)
 RENDER_SRC := $(wildcard renderers/*.c)
 SYNCD_SRC := $(filter-out syncd/main.c,$(wildcard syncd/*.c))
 
+# Quiet by default; `make V=1` shows the commands.
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIBUTIL := $(BUILD)/libutil.a
@@ -84,11 +103,11 @@ all: $(SYNCD)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c -o $@ $<
 
 $(LIBUTIL): $(call obj,$(UTIL_SRC))
 $(LIBDIFF): $(call obj,$(DIFF_SRC))
@@ -97,15 +116,15 @@ $(LIBSYNCD): $(call obj,$(SYNCD_SRC))
 $(LIBS_ALL):
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)$(AR) rcs $@ $^
 
 $(SYNCD): $(call obj,syncd/main.c) $(LIBS_ALL)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
 define unit_rule
 $(BUILD)/tests/unit-$(1): $(call obj,$(wildcard tests/unit/$(1)/*.c) $(TEST_HELPERS)) $(LIBS_ALL)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIB_LIBS) $$(TEST_LIBS)
+	$$(call say,LINK,$$@)$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIB_LIBS) $$(TEST_LIBS)
 endef
 $(foreach m,$(UNIT_MODULES),$(eval $(call unit_rule,$(m))))
 
@@ -122,11 +141,17 @@ valgrind: $(UNIT_BINS)
 	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit
 
 deps:
-	@if [ "$$(id -u)" = 0 ]; then \
-		apt-get install -y --no-install-recommends $(DEB_PACKAGES) || \
-		{ apt-get update && apt-get install -y --no-install-recommends $(DEB_PACKAGES); }; \
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+			grep -q '^install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then \
+		echo "deps: all Debian packages are installed"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y --no-install-recommends $$missing || \
+		{ apt-get update && apt-get install -y --no-install-recommends $$missing; }; \
 	else \
-		echo "apt-get install $(DEB_PACKAGES)"; \
+		echo "apt-get install" $$missing; \
 	fi
 
 bench: $(SYNCD)

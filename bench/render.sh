@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Benchmark: `syncd render` against `kubectl kustomize` on the same tree.
+#
+# Generates 10,000 objects (Deployments, Services, ConfigMaps) in 500 files
+# plus a kustomization.yaml listing them, then renders the tree with both
+# tools in the same run and prints wall time, peak RSS and the ratio.
+# Goal (issue): 10,000 objects in under 0.5 s on one core, and at least
+# 50x faster than the kustomize peer. Figures are printed as measured.
+#
+#   bench/render.sh [RUNS]      (default 5 runs each; the best is reported)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+SYNCD="$BUILD/syncd"
+RUNS=${1:-5}
+[ -x "$SYNCD" ] || make -s "$SYNCD"
+
+out=bench/out/render
+rm -rf "$out"
+mkdir -p "$out/tree"
+
+# 500 files x 20 objects: per file 7 Deployments, 7 Services, 6 ConfigMaps.
+gen() {
+	local f i n
+	for f in $(seq -w 1 500); do
+		{
+			for i in $(seq 1 20); do
+				n="app-$f-$i"
+				[ "$i" -gt 1 ] && echo '---'
+				case $((i % 3)) in
+				0) cat <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: $n
+  namespace: bench
+  labels: {app.kubernetes.io/name: $n, app.kubernetes.io/part-of: bench}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app.kubernetes.io/name: $n}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: $n}
+    spec:
+      containers:
+      - name: web
+        image: ghcr.io/example/$n:1.0.$i
+        args: ["--port=8080", "--log-level=info"]
+        ports:
+        - {containerPort: 8080, name: http}
+        env:
+        - {name: MODE, value: production}
+        - {name: ENABLED, value: "yes"}
+        resources:
+          requests: {cpu: 100m, memory: 64Mi}
+          limits: {cpu: "1", memory: 256Mi}
+        readinessProbe:
+          httpGet: {path: /healthz, port: http}
+YAML
+				;;
+				1) cat <<YAML
+apiVersion: v1
+kind: Service
+metadata:
+  name: $n
+  namespace: bench
+  labels: {app.kubernetes.io/name: $n}
+spec:
+  selector: {app.kubernetes.io/name: $n}
+  ports:
+  - {name: http, port: 80, targetPort: http, protocol: TCP}
+YAML
+				;;
+				2) cat <<YAML
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: $n
+  namespace: bench
+data:
+  config.yaml: |
+    server:
+      port: 8080
+      timeout: 30s
+    features: [a, b, c]
+  LOG_LEVEL: info
+  REPLICA_HINT: "3"
+YAML
+				;;
+				esac
+			done
+		} >"$out/tree/objects-$f.yaml"
+	done
+	{
+		echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+		echo "kind: Kustomization"
+		echo "resources:"
+		for f in $(seq -w 1 500); do echo "- objects-$f.yaml"; done
+	} >"$out/tree/kustomization.yaml"
+}
+gen
+
+# Best wall time (s) and peak RSS (KiB) over RUNS runs of a command.
+measure() {
+	local best_t="" best_m="" t m i
+	for i in $(seq 1 "$RUNS"); do
+		/usr/bin/time -f '%e %M' -o "$out/time" "$@" >"$out/stdout" 2>"$out/stderr" || {
+			echo "command failed: $*" >&2
+			cat "$out/stderr" >&2
+			return 1
+		}
+		read -r t m <"$out/time"
+		if [ -z "$best_t" ] || awk "BEGIN{exit !($t < $best_t)}"; then best_t=$t; fi
+		if [ -z "$best_m" ] || [ "$m" -gt "$best_m" ]; then best_m=$m; fi
+	done
+	echo "$best_t $best_m"
+}
+
+objects=$(grep -c '^kind: ' "$out/tree"/objects-*.yaml | awk -F: '{s+=$2} END{print s}')
+echo "tree: $objects objects in 500 files ($(du -sh "$out/tree" | cut -f1))"
+
+# One core for syncd, as the goal says.
+read -r s_t s_m < <(measure taskset -c 0 "$SYNCD" render "$out/tree" --exclude kustomization.yaml)
+s_objects=$(taskset -c 0 "$SYNCD" render "$out/tree" --exclude kustomization.yaml | grep -c '^kind: ')
+printf '%-28s %8s s  %8s MiB  (%s objects)\n' "syncd render" "$s_t" "$((s_m / 1024))" "$s_objects"
+
+peer=()
+if command -v kustomize >/dev/null; then
+	peer=(kustomize build "$out/tree")
+elif command -v kubectl >/dev/null; then
+	peer=(kubectl kustomize "$out/tree")
+fi
+if [ ${#peer[@]} -gt 0 ]; then
+	read -r p_t p_m < <(measure "${peer[@]}")
+	p_objects=$(grep -c '^kind: ' "$out/stdout")
+	printf '%-28s %8s s  %8s MiB  (%s objects)\n' "${peer[*]:0:2}" "$p_t" "$((p_m / 1024))" "$p_objects"
+	awk -v s="$s_t" -v p="$p_t" 'BEGIN {
+		if (s > 0) printf "ratio: syncd is %.1fx faster than the peer (goal: >= 50x)\n", p / s;
+		else print "ratio: syncd too fast to time at 10 ms resolution" }'
+else
+	echo "peer: neither kustomize nor kubectl is installed; no ratio"
+fi
+awk -v s="$s_t" 'BEGIN { printf "goal: 10,000 objects in < 0.5 s on one core: %s\n", (s < 0.5 ? "met" : "missed") }'
