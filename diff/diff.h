@@ -129,6 +129,428 @@ void diff_objset_sort(struct diff_objset *set);
 void diff_objset_release(struct diff_objset *set);
 
 /*
+ * True for built-in kinds that are cluster-scoped (Namespace, ClusterRole,
+ * CustomResourceDefinition, ...). Custom kinds: see the CRD's spec.scope.
+ */
+bool diff_kind_cluster_scoped(const char *group, const char *kind);
+
+/*
+ * Give every namespaced object of `set` that has no namespace the
+ * namespace `ns` (in its JSON and its identity), as kubectl does with the
+ * context's namespace. A kind is namespaced unless it is a built-in
+ * cluster-scoped kind or a CRD in `crds` (any objset, may be NULL) says
+ * `scope: Cluster`. Fails with ERR_EXISTS when the new identity collides.
+ */
+int diff_objset_default_namespace(struct diff_objset *set, const char *ns,
+				  const struct diff_objset *crds,
+				  struct err *err);
+
+/*
+ * ---------------------------------------------------------------------
+ * Field sets: the paths a manager owns, as in metadata.managedFields.
+ *
+ * A path is a sequence of path elements:
+ *   DIFF_PE_FIELD  f:NAME   a struct field or map key        .name
+ *   DIFF_PE_KEY    k:{...}  an item of a map-list, by its keys
+ *                           [containerPort=80,protocol="TCP"]
+ *   DIFF_PE_VALUE  v:JSON   an element of a set-list          [="v"]
+ *   DIFF_PE_INDEX  i:N      a list index (rare)               [3]
+ *
+ * A field set is a trie of such elements; each node may itself be a member
+ * ("." in fieldsV1, or a leaf {}). Element text is canonical: for k: the
+ * compact JSON object with keys sorted by name and typed values
+ * ({"containerPort":80,"protocol":"TCP"}), for v: compact JSON, for i: the
+ * decimal index. Two elements are equal when type and text are equal, and
+ * are ordered by type (f < k < v < i) then text bytewise: the order
+ * fieldsV1 is serialized in (".", then f:, k:, v:, i:).
+ * ---------------------------------------------------------------------
+ */
+enum diff_pe_type {
+	DIFF_PE_FIELD = 0,
+	DIFF_PE_KEY = 1,
+	DIFF_PE_VALUE = 2,
+	DIFF_PE_INDEX = 3,
+};
+
+struct diff_pe {
+	enum diff_pe_type type;
+	const char *text;   /* name, canonical JSON, or decimal index */
+};
+
+/* A path: `len` elements. The elements' text is owned by whoever built it. */
+struct diff_path {
+	const struct diff_pe *pe;
+	size_t len;
+};
+
+/* Opaque field set (a trie node plus its storage). */
+struct diff_fieldset;
+
+/* A new empty set. Caller owns it; free with diff_fieldset_free(). */
+struct diff_fieldset *diff_fieldset_new(void);
+void diff_fieldset_free(struct diff_fieldset *set);
+
+/*
+ * Parse a fieldsV1 object ({"f:spec":{"f:replicas":{}}, ...}). ERR_PARSE
+ * for anything that is not fieldsV1: a non-object node, an unknown prefix,
+ * a k: that is not a JSON object, a v: that is not JSON, an i: that is not
+ * a non-negative integer, "." with a non-empty value; the message names
+ * the offending element. Caller owns *out.
+ */
+int diff_fieldset_parse(struct diff_fieldset **out, const json_t *fields_v1,
+			struct err *err);
+
+/*
+ * Serialize as fieldsV1, children in canonical order (".", f:, k:, v:, i:,
+ * each sorted by text). A member without children is {}; a member with
+ * children gets ".":{}. Caller owns the result (json_decref).
+ */
+json_t *diff_fieldset_to_json(const struct diff_fieldset *set);
+
+/* Add one path as a member (intermediate nodes are created, not members). */
+int diff_fieldset_insert(struct diff_fieldset *set,
+			 const struct diff_path *path);
+
+bool diff_fieldset_has(const struct diff_fieldset *set,
+		       const struct diff_path *path);
+
+/* True when some member of the set has `prefix` as a (non-strict) prefix. */
+bool diff_fieldset_has_prefix(const struct diff_fieldset *set,
+			      const struct diff_path *prefix);
+
+/* True when the set has no members. */
+bool diff_fieldset_empty(const struct diff_fieldset *set);
+
+/* Number of members. */
+size_t diff_fieldset_size(const struct diff_fieldset *set);
+
+/* New sets: a ∪ b, a ∩ b, a \ b. Caller owns the result; NULL on ENOMEM. */
+struct diff_fieldset *diff_fieldset_union(const struct diff_fieldset *a,
+					  const struct diff_fieldset *b);
+struct diff_fieldset *diff_fieldset_intersect(const struct diff_fieldset *a,
+					      const struct diff_fieldset *b);
+struct diff_fieldset *diff_fieldset_difference(const struct diff_fieldset *a,
+					       const struct diff_fieldset *b);
+
+/*
+ * Call fn for every member path, in canonical order; stop and return fn's
+ * value when it is non-zero. The path is valid only during the call.
+ */
+int diff_fieldset_walk(const struct diff_fieldset *set,
+		       int (*fn)(const struct diff_path *path, void *data),
+		       void *data);
+
+/*
+ * Append a path in the API server's syntax:
+ * .spec.template.spec.containers[name="web"].image,
+ * .ports[containerPort=80,protocol="TCP"], .finalizers[="x"], .args[3].
+ * Field names that are not identifiers are still printed as .name (as the
+ * API server does, e.g. .metadata.labels.app.kubernetes.io/name).
+ */
+int diff_path_format(const struct diff_path *path, struct buf *out);
+
+/*
+ * ---------------------------------------------------------------------
+ * Schema: how each field of an object merges (structured-merge-diff's
+ * list and map types), for built-in kinds from a table and for custom
+ * resources from their CRD's openAPIV3Schema.
+ * ---------------------------------------------------------------------
+ */
+enum diff_schema_type {
+	DIFF_SCHEMA_GRANULAR,   /* struct or map: each field on its own */
+	DIFF_SCHEMA_ATOMIC,     /* replaced whole: atomic list, map or struct */
+	DIFF_SCHEMA_SET,        /* list of scalars merged as a set */
+	DIFF_SCHEMA_MAP_LIST,   /* list of objects merged by key fields */
+};
+
+/* A node of a schema tree; owned by the registry that returned it. */
+struct diff_schema;
+
+/* Registry of schemas: the built-in kinds plus any CRDs added. */
+struct diff_schemas;
+
+/* A registry holding the built-in kinds. Free with diff_schemas_free(). */
+struct diff_schemas *diff_schemas_new(void);
+void diff_schemas_free(struct diff_schemas *reg);
+
+/*
+ * Register the list/map types of a CustomResourceDefinition object
+ * (apiextensions.k8s.io/v1; every served version's openAPIV3Schema).
+ * Replaces an earlier registration of the same group/kind. ERR_INVALID
+ * with the CRD's name when it is not a usable CRD.
+ */
+int diff_schemas_add_crd(struct diff_schemas *reg, const json_t *crd,
+			 struct err *err);
+
+/* Drop the schema of a group/kind (a deleted CRD). */
+void diff_schemas_remove(struct diff_schemas *reg, const char *group,
+			 const char *kind);
+
+/*
+ * The root schema of group/kind (version is ignored: built-in list types
+ * do not change between versions). Never NULL: an unknown kind gets the
+ * default (maps granular, lists atomic).
+ */
+const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
+					      const char *group,
+					      const char *kind);
+
+/*
+ * The type of a node for a given value: `value` decides between map-ish
+ * and list-ish defaults where the schema says nothing (an object is
+ * GRANULAR, an array ATOMIC). Scalars are leaves whatever this says.
+ */
+enum diff_schema_type diff_schema_type_of(const struct diff_schema *s,
+					  const json_t *value);
+
+/* Schema of field/map key `name` under a GRANULAR node (never NULL). */
+const struct diff_schema *diff_schema_field(const struct diff_schema *s,
+					    const char *name);
+
+/* Schema of the items of a list node (never NULL). */
+const struct diff_schema *diff_schema_items(const struct diff_schema *s);
+
+/*
+ * Key fields of a MAP_LIST node: *names gets the key field names (sorted
+ * by name), returns their number; 0 for other nodes. `defaults[i]` is the
+ * value a missing key takes (the port `protocol` is "TCP"), or NULL.
+ */
+size_t diff_schema_keys(const struct diff_schema *s, const char *const **names,
+			const json_t *const **defaults);
+
+/* True for fields holding resource quantities (resources.limits.cpu, ...). */
+bool diff_schema_is_quantity(const struct diff_schema *s);
+
+/*
+ * The set of fields an applier of `obj` owns under `schema`: every leaf
+ * value, each atomic node as a whole, map-list items by key (with "."),
+ * set elements by value. apiVersion, kind, metadata.name, namespace, uid,
+ * resourceVersion, generation, creationTimestamp, managedFields and status
+ * are never included. ERR_INVALID naming the path when a map-list item
+ * lacks a key field without a default, or two items share a key. Caller
+ * owns *out.
+ */
+int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
+			    const struct diff_schema *schema, struct err *err);
+
+/*
+ * ---------------------------------------------------------------------
+ * Values
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Parse a Kubernetes resource quantity ("500m", "1.5Gi", "1e3", "100")
+ * into a canonical form usable for equality: *out gets the value as an
+ * exact decimal string in base units with no trailing zeros ("0.5",
+ * "1610612736", "1000"). ERR_PARSE when it is not a quantity.
+ */
+int diff_quantity_canonical(const char *text, struct buf *out);
+
+/*
+ * Equality of two values as the API server would see them: int 1 equals
+ * real 1.0, "1" does not equal 1, objects and arrays deeply (arrays in
+ * order). When `quantity` is true, strings and numbers are compared as
+ * quantities ("1000m" == "1" == 1, "1Gi" == "1024Mi").
+ */
+bool diff_value_equal(const json_t *a, const json_t *b, bool quantity);
+
+/*
+ * A unified diff of two texts, line by line, as `diff -u` prints it:
+ * "--- a_label", "+++ b_label", then hunks "@@ -l,n +l,n @@" with
+ * `context` lines around each change. Lines are compared exactly; a text
+ * whose last line lacks a newline gets "\ No newline at end of file".
+ * Appends nothing when the texts are equal. Uses Myers' O(ND) algorithm,
+ * linear in memory, so large equal prefixes and suffixes cost little.
+ */
+int diff_unified(const char *a, size_t a_len, const char *b, size_t b_len,
+		 const char *a_label, const char *b_label, unsigned context,
+		 struct buf *out);
+
+/*
+ * ---------------------------------------------------------------------
+ * Comparison and drift reports
+ *
+ * The comparison follows server-side apply: only fields the desired object
+ * declares are compared (defaults, status and fields other actors added
+ * are not drift); lists by their schema; values canonically. Fields the
+ * field manager applied earlier and no longer declares are drift too
+ * (the next apply removes them) unless another manager co-owns them.
+ * Every differing field is attributed to its owners in the live
+ * object's managedFields; a field owned by another controller is
+ * "foreign" and the policy decides what the apply request does with it.
+ * ---------------------------------------------------------------------
+ */
+enum diff_state {
+	DIFF_IN_SYNC,
+	DIFF_DRIFTED,     /* some field differs that syncd heals */
+	DIFF_MISSING,     /* desired, not live */
+	DIFF_ORPHAN,      /* live (in the inventory), no longer desired */
+	DIFF_FOREIGN,     /* the only differing fields are owned by controllers */
+};
+
+enum diff_policy {
+	DIFF_POLICY_RESPECT,   /* leave controller-owned fields alone */
+	DIFF_POLICY_OVERRIDE,  /* take them back with force */
+	DIFF_POLICY_REPORT,    /* change nothing, only report */
+};
+
+enum diff_change {
+	DIFF_CHANGED,          /* both sides have a value; they differ */
+	DIFF_ABSENT,           /* declared, but live has no value there */
+	DIFF_REMOVED,          /* applied earlier, no longer declared */
+};
+
+/* Who a manager is. */
+enum diff_actor {
+	DIFF_ACTOR_SELF,       /* our own field manager */
+	DIFF_ACTOR_PERSON,     /* a person's tool: kubectl*, before-first-apply */
+	DIFF_ACTOR_CONTROLLER, /* any other manager */
+};
+
+/* Ignore differences in some objects' fields, or owned by some managers. */
+struct diff_ignore_rule {
+	const char *group;     /* globs; NULL matches anything */
+	const char *kind;
+	const char *ns;
+	const char *name;
+	const char *const *json_pointers;  /* NULL-terminated, or NULL */
+	const char *const *managers;       /* NULL-terminated globs, or NULL */
+};
+
+#define DIFF_OPTIONS_VERSION 1
+
+struct diff_options {
+	unsigned version;
+	const char *field_manager;          /* NULL: "syncd" */
+	enum diff_policy policy;
+	/* Globs naming people's tools; NULL: {"kubectl*", "before-first-apply"} */
+	const char *const *person_managers;
+	/* Globs that are controllers even if they match person_managers. */
+	const char *const *controller_managers;
+	const struct diff_ignore_rule *ignore;
+	size_t nignore;
+	/* Key for Secret fingerprints; NULL: a random key for this process. */
+	const unsigned char *mask_key;
+	size_t mask_key_len;
+};
+
+#define DIFF_OPTIONS_INIT {DIFF_OPTIONS_VERSION, NULL, DIFF_POLICY_RESPECT, \
+			   NULL, NULL, NULL, 0, NULL, 0}
+
+struct diff_owner {
+	char *manager;
+	char *operation;       /* "Apply" or "Update" */
+	char *subresource;     /* NULL for the main resource */
+	char *api_version;
+	char *time;            /* RFC 3339, or NULL */
+	enum diff_actor actor;
+};
+
+struct diff_field {
+	char *path;            /* .spec.template.spec.containers[name="web"].image */
+	enum diff_change change;
+	json_t *desired;       /* NULL when absent; Secret values fingerprinted */
+	json_t *live;          /* NULL when absent; Secret values fingerprinted */
+	bool foreign;          /* owned by a controller (not healed under respect) */
+	struct diff_owner *owners;
+	size_t nowners;
+};
+
+struct diff_object_report {
+	struct diff_key key;
+	char *api_version;
+	char *origin;          /* where the desired object came from, or NULL */
+	enum diff_state state;
+	struct diff_field *fields;
+	size_t nfields;
+	size_t nignored;       /* differing fields dropped by ignore rules */
+	char **warnings;       /* e.g. an unreadable managedFields entry */
+	size_t nwarnings;
+	/*
+	 * What to send: the body of a server-side apply (NULL: nothing to
+	 * send) and whether it needs force=true. Holds real Secret values:
+	 * never print it.
+	 */
+	json_t *apply;
+	bool force;
+	/* For the text rendering: live and after-apply views, stripped of
+	 * server-owned metadata, Secret values fingerprinted. NULL when in
+	 * sync. */
+	json_t *live_view;
+	json_t *desired_view;
+};
+
+struct diff_report {
+	char *revision;        /* may be NULL */
+	char *field_manager;
+	enum diff_policy policy;
+	struct diff_object_report *objects;
+	size_t len;
+};
+
+/*
+ * Compare one desired object with its live counterpart (NULL: Missing).
+ * Fills *out (caller storage; release with diff_object_report_release()).
+ * Fails only for out-of-memory or a desired object that cannot be typed
+ * (ERR_INVALID naming the object, e.g. a map-list item without its key);
+ * malformed managedFields entries are skipped with a warning.
+ */
+int diff_compare_object(struct diff_object_report *out, const json_t *desired,
+			const json_t *live, const struct diff_schemas *reg,
+			const struct diff_options *opts, struct err *err);
+
+void diff_object_report_release(struct diff_object_report *rep);
+
+/*
+ * Compare an app: every desired object with the live object of the same
+ * identity, then every live object nobody desires (Orphan). Objects are
+ * reported in desired order, orphans after them sorted by identity. An
+ * object that cannot be compared is reported in `err` and left out; the
+ * others are still compared (the return value is then that error).
+ * Caller owns *out; free with diff_report_free().
+ */
+int diff_compare(struct diff_report **out, const struct diff_objset *desired,
+		 const struct diff_objset *live, const struct diff_schemas *reg,
+		 const struct diff_options *opts, const char *revision,
+		 struct err *err);
+
+void diff_report_free(struct diff_report *report);
+
+const char *diff_state_name(enum diff_state state);
+const char *diff_policy_name(enum diff_policy policy);
+int diff_policy_parse(const char *name, enum diff_policy *out);
+
+/* Counts by state, for summaries and exit codes. */
+struct diff_summary {
+	size_t objects, in_sync, drifted, missing, orphan, foreign;
+	size_t fields, foreign_fields, ignored_fields;
+};
+
+void diff_report_summary(const struct diff_report *report,
+			 struct diff_summary *out);
+
+/*
+ * True when the report shows drift that the policy would act on: a
+ * Drifted, Missing or Orphan object, or a Foreign one under override.
+ */
+bool diff_report_has_drift(const struct diff_report *report);
+
+/*
+ * The report as JSON (docs/drift-report.md). Caller owns the result.
+ */
+json_t *diff_report_to_json(const struct diff_report *report);
+
+/*
+ * The report as text, like `kubectl diff`: for each object not in sync a
+ * header with its state, one line per differing field with its owners,
+ * then a unified diff of the live object and the object after the apply.
+ * `color`: ANSI colours (for a terminal).
+ */
+int diff_report_to_text(const struct diff_report *report, bool color,
+			struct buf *out);
+
+/*
  * Encoders, shared by `syncd render`, drift reports and the Kubernetes
  * client. Both sort object keys bytewise (as Go's encoders do), so output
  * is stable, and format numbers as Go's encoding/json does (integers as

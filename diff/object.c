@@ -333,3 +333,123 @@ void diff_objset_release(struct diff_objset *set)
 	free(set->slots_);
 	memset(set, 0, sizeof(*set));
 }
+
+/* Built-in cluster-scoped kinds of kube-apiserver 1.32, by group. */
+static const struct {
+	const char *group;
+	const char *kind;
+} cluster_kinds[] = {
+	{"", "Namespace"},
+	{"", "Node"},
+	{"", "PersistentVolume"},
+	{"", "ComponentStatus"},
+	{"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
+	{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"},
+	{"admissionregistration.k8s.io", "ValidatingAdmissionPolicy"},
+	{"admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"},
+	{"apiextensions.k8s.io", "CustomResourceDefinition"},
+	{"apiregistration.k8s.io", "APIService"},
+	{"certificates.k8s.io", "CertificateSigningRequest"},
+	{"flowcontrol.apiserver.k8s.io", "FlowSchema"},
+	{"flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"},
+	{"networking.k8s.io", "IngressClass"},
+	{"networking.k8s.io", "IPAddress"},
+	{"networking.k8s.io", "ServiceCIDR"},
+	{"node.k8s.io", "RuntimeClass"},
+	{"rbac.authorization.k8s.io", "ClusterRole"},
+	{"rbac.authorization.k8s.io", "ClusterRoleBinding"},
+	{"scheduling.k8s.io", "PriorityClass"},
+	{"storage.k8s.io", "CSIDriver"},
+	{"storage.k8s.io", "CSINode"},
+	{"storage.k8s.io", "StorageClass"},
+	{"storage.k8s.io", "VolumeAttachment"},
+};
+
+bool diff_kind_cluster_scoped(const char *group, const char *kind)
+{
+	for (size_t i = 0; i < sizeof(cluster_kinds) / sizeof(*cluster_kinds);
+	     i++)
+		if (!strcmp(cluster_kinds[i].group, group) &&
+		    !strcmp(cluster_kinds[i].kind, kind))
+			return true;
+	return false;
+}
+
+/* Is group/kind declared cluster-scoped by one of the CRDs? */
+static bool crd_cluster_scoped(json_t *const *crds, size_t n,
+			       const char *group, const char *kind)
+{
+	for (size_t i = 0; i < n; i++) {
+		const json_t *spec = json_object_get(crds[i], "spec");
+		const char *g = get_str(spec, "group");
+		const char *k = get_str(json_object_get(spec, "names"), "kind");
+		const char *scope = get_str(spec, "scope");
+
+		if (g && k && scope && !strcmp(g, group) && !strcmp(k, kind))
+			return !strcmp(scope, "Cluster");
+	}
+	return false;
+}
+
+int diff_objset_default_namespace(struct diff_objset *set, const char *ns,
+				  const struct diff_objset *crds,
+				  struct err *err)
+{
+	struct diff_objset out = DIFF_OBJSET_INIT;
+	json_t **crd = NULL;
+	size_t ncrd = 0;
+	int error = 0;
+
+	/* Take the CRDs first: `crds` may be `set` itself. */
+	if (crds && crds->len && !(crd = calloc(crds->len, sizeof(*crd))))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	for (size_t i = 0; crds && i < crds->len; i++)
+		if (!strcmp(crds->items[i]->key.group, "apiextensions.k8s.io") &&
+		    !strcmp(crds->items[i]->key.kind, "CustomResourceDefinition"))
+			crd[ncrd++] = json_incref(crds->items[i]->json);
+
+	for (size_t i = 0; i < set->len; i++) {
+		struct diff_object *o = set->items[i];
+		json_t *meta;
+
+		set->items[i] = NULL;
+		if (!*o->key.ns &&
+		    !diff_kind_cluster_scoped(o->key.group, o->key.kind) &&
+		    !crd_cluster_scoped(crd, ncrd, o->key.group, o->key.kind) &&
+		    (meta = json_object_get(o->json, "metadata"))) {
+			struct diff_key key;
+
+			/* The object may be shared: give it its own copy. */
+			json_t *copy = json_deep_copy(o->json);
+
+			if (!copy) {
+				error = err_set(err, ERR_NOMEM, "out of memory");
+				diff_object_free(o);
+				continue;
+			}
+			json_object_set_new(json_object_get(copy, "metadata"),
+					    "namespace", json_string(ns));
+			if (diff_key_from_object(&key, copy, NULL) < 0) {
+				json_decref(copy);
+				error = err_set(err, ERR_NOMEM, "out of memory");
+				diff_object_free(o);
+				continue;
+			}
+			json_decref(o->json);
+			o->json = copy;
+			diff_key_release(&o->key);
+			o->key = key;
+		}
+		if (diff_objset_add(&out, o, err) < 0) {
+			diff_object_free(o);
+			error = error ? error : ERR_EXISTS;
+		}
+	}
+	set->len = 0;
+	diff_objset_release(set);
+	*set = out;
+	for (size_t i = 0; i < ncrd; i++)
+		json_decref(crd[i]);
+	free(crd);
+	return error;
+}

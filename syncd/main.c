@@ -8,6 +8,7 @@
 
 static const struct cli_command *const commands[] = {
 	&cli_render_command,
+	&cli_diff_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -17,11 +17,17 @@ int err_vset(struct err *err, int code, const char *fmt, va_list ap)
 		buf_truncate(&err->msg, start);
 		buf_adds(&err->msg, "out of memory while reporting an error");
 	}
-	/* One problem is one line, whatever the message held. */
+	/*
+	 * One problem is one line, whatever the message held. A NUL (from
+	 * "%c") would end the line early for every reader of the text.
+	 */
 	for (size_t i = start; i < err->msg.len; i++)
-		if (err->msg.ptr[i] == '\n' || err->msg.ptr[i] == '\r')
+		if (err->msg.ptr[i] == '\n' || err->msg.ptr[i] == '\r' ||
+		    err->msg.ptr[i] == '\0')
 			err->msg.ptr[i] = ' ';
-	buf_addch(&err->msg, '\n');
+	/* Whole lines only: without its newline, drop the text. */
+	if (buf_addch(&err->msg, '\n') < 0)
+		buf_truncate(&err->msg, start);
 	return code;
 }
 
@@ -58,17 +64,25 @@ const char *err_msg(const struct err *err)
 	return err ? buf_cstr(&err->msg) : "";
 }
 
+/* Length of the line at p, without its newline (which may be missing). */
+static size_t line_len(const char *p)
+{
+	return strcspn(p, "\n");
+}
+
 void err_print(const struct err *err, FILE *f, const char *prefix)
 {
-	const char *p, *nl;
+	const char *p;
 
 	if (!err)
 		return;
-	for (p = buf_cstr(&err->msg); *p; p = nl + 1) {
-		nl = strchr(p, '\n');
+	for (p = buf_cstr(&err->msg); *p;) {
+		size_t n = line_len(p);
+
 		if (prefix)
 			fprintf(f, "%s: ", prefix);
-		fprintf(f, "%.*s\n", (int)(nl - p), p);
+		fprintf(f, "%.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
 	}
 	if (err->count > ERR_MAX_PROBLEMS)
 		fprintf(f, "%s%s... and %u more problems\n", prefix ? prefix : "",
@@ -90,11 +104,13 @@ void err_move(struct err *dst, struct err *src)
 			dst->code = src->code;
 		/* Keep whole lines only, up to dst's room. */
 		while (kept && p[n]) {
-			const char *nl = strchr(p + n, '\n');
-			n = (size_t)(nl - p) + 1;
+			n += line_len(p + n);
+			n += p[n] == '\n';
 			kept--;
 		}
-		buf_add(&dst->msg, p, n);
+		if (buf_add(&dst->msg, p, n) == 0 && n && p[n - 1] != '\n' &&
+		    buf_addch(&dst->msg, '\n') < 0)
+			buf_truncate(&dst->msg, dst->msg.len - n);
 		dst->count += src->count;
 	}
 	err_reset(src);

@@ -14,6 +14,16 @@
  * - stdin is the given bytes, or /dev/null.
  * - The environment is exactly `env` when given (NULL-terminated "K=V"
  *   strings), else the parent's environment.
+ * - argv[0] without a '/' is looked up in the caller's PATH (as execvpe()
+ *   does: `env` does not change the lookup); empty and relative PATH
+ *   entries are skipped, so a program committed to the repository in `cwd`
+ *   is never picked up. argv[0] with a '/' is relative to `cwd`.
+ * - When the call returns, the child's process group has been sent
+ *   SIGKILL: nothing the child left running in it outlives the call. A
+ *   background process that keeps stdout/stderr open after the child
+ *   exits gets a short grace (100 ms), then is killed.
+ * - Thread-safe. The caller must not reap our child behind our back
+ *   (SIGCHLD set to SIG_IGN, waitpid(-1, ...) in another thread).
  */
 #ifndef UTIL_PROC_H
 #define UTIL_PROC_H
@@ -51,9 +61,11 @@ struct proc_result {
 	bool err_truncated;   /* stderr exceeded its cap */
 	struct buf out;       /* stdout */
 	struct buf errout;    /* stderr */
+	unsigned timeout_ms;  /* the timeout that expired, when timed_out */
 };
 
-#define PROC_RESULT_INIT {false, 0, false, 0, false, false, BUF_INIT, BUF_INIT}
+#define PROC_RESULT_INIT \
+	{false, 0, false, 0, false, false, BUF_INIT, BUF_INIT, 0}
 
 /*
  * Run argv[0] (looked up in PATH when it has no '/') with argv, wait for it
@@ -63,7 +75,10 @@ struct proc_result {
  * missing program, ERR_IO otherwise), timed out (ERR_TIMEOUT, res->timed_out
  * set) or its stdout exceeded the cap (ERR_LIMIT). The messages name
  * argv[0]. *res is filled in every case where the child ran; release it
- * with proc_result_release() (also after a failure).
+ * with proc_result_release() (also after a failure). *res is overwritten
+ * on entry: it need not be initialised, but a previous result must have
+ * been released. After ERR_LIMIT, res->out holds the first stdout_cap
+ * bytes, for diagnostics only.
  */
 int proc_run(struct proc_result *res, const char *const *argv,
 	     const struct proc_options *opts, struct err *err);

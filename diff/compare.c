@@ -1,0 +1,1514 @@
+/*
+ * The comparison of a desired object with its live object, the way
+ * server-side apply sees them, and the attribution of every difference to
+ * the managers that own it.
+ *
+ * One pass walks the desired object under its schema beside the live one
+ * and records each differing field (only declared fields are looked at,
+ * so server defaults and fields other actors added never count). A
+ * second pass looks at what our field manager owns in live but no longer
+ * declares: the next apply would remove it, unless another manager also
+ * owns it. Each difference is then attributed: a controller's field is
+ * foreign and, under the default policy, left out of the apply request;
+ * a person's change is healed with force.
+ */
+#include "diff/internal.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "util/sha256.h"
+
+/* A managedFields entry of the live object, its field set parsed lazily. */
+struct manager {
+	const char *name;
+	const char *operation;
+	const char *subresource;
+	const char *api_version;
+	const char *time;
+	const json_t *fields_v1;
+	struct diff_fieldset *set;
+	bool parsed;
+	enum diff_actor actor;
+	bool ignored;          /* matches an ignore rule's managers */
+};
+
+/* A path whose text is owned (for paths kept beyond the walk). */
+struct owned_path {
+	struct diff_pe *pe;
+	size_t len;
+};
+
+struct cmp {
+	const struct diff_options *opts;
+	const char *field_manager;
+	struct diff_object_report *rep;
+	const json_t *live;
+	const struct diff_schemas *reg;
+	const struct diff_schema *root_schema;
+	bool secret;
+
+	/* the current path; owned[i] says whether pe[i].text is ours */
+	struct diff_pe *pe;
+	bool *owned;
+	size_t depth, alloc;
+
+	struct manager *mgrs;
+	size_t nmgrs;
+	bool mgrs_loaded;
+
+	/* paths to leave out of the apply request, and paths removed */
+	struct owned_path *drop;
+	size_t ndrop, adrop;
+	struct owned_path *gone;
+	size_t ngone, agone;
+
+	bool heal;             /* some difference will be healed */
+	bool force;            /* ...and it needs force */
+	struct err *err;
+	int error;
+};
+
+static const char *const default_person_managers[] = {
+	"kubectl*",
+	"before-first-apply",
+	NULL,
+};
+
+/* Metadata the server owns: never declared, never compared. */
+static const char *const server_metadata[] = {
+	"name",
+	"namespace",
+	"uid",
+	"resourceVersion",
+	"generation",
+	"creationTimestamp",
+	"managedFields",
+	"selfLink",
+	"deletionTimestamp",
+	"deletionGracePeriodSeconds",
+	NULL,
+};
+
+static bool in_list(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return true;
+	return false;
+}
+
+static bool glob_any(const char *const *globs, const char *s)
+{
+	if (!globs)
+		return false;
+	for (; *globs; globs++)
+		if (!fnmatch(*globs, s, 0))
+			return true;
+	return false;
+}
+
+static int oom(struct cmp *c)
+{
+	if (!c->error)
+		c->error = err_set(c->err, ERR_NOMEM, "out of memory");
+	return ERR_NOMEM;
+}
+
+/* --- the path stack --- */
+
+static int push(struct cmp *c, enum diff_pe_type type, const char *text,
+		bool owned)
+{
+	if (c->depth == c->alloc) {
+		size_t a = c->alloc ? c->alloc * 2 : 32;
+		struct diff_pe *pe = realloc(c->pe, a * sizeof(*pe));
+		bool *ow;
+
+		if (!pe)
+			return oom(c);
+		c->pe = pe;
+		if (!(ow = realloc(c->owned, a * sizeof(*ow))))
+			return oom(c);
+		c->owned = ow;
+		c->alloc = a;
+	}
+	c->pe[c->depth].type = type;
+	c->pe[c->depth].text = text;
+	c->owned[c->depth] = owned;
+	c->depth++;
+	return 0;
+}
+
+static void pop(struct cmp *c)
+{
+	c->depth--;
+	if (c->owned[c->depth])
+		free((char *)c->pe[c->depth].text);
+}
+
+static struct diff_path cur_path(const struct cmp *c)
+{
+	struct diff_path p = {c->pe, c->depth};
+
+	return p;
+}
+
+static char *dump_compact(const json_t *v)
+{
+	struct buf b = BUF_INIT;
+
+	if (diff_json_dump(v, 0, &b) < 0) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * The k: text of a map-list item: its key fields, defaults filled in, as
+ * compact JSON sorted by name. NULL when a key is missing (or no memory).
+ */
+static char *item_key_text(const json_t *item, const struct diff_schema *list)
+{
+	const char *const *names;
+	const json_t *const *defaults;
+	size_t n = diff_schema_keys(list, &names, &defaults);
+	json_t *key = json_object();
+	char *text = NULL;
+
+	if (!key || !json_is_object(item))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_object_get(item, names[i]);
+
+		if (!v)
+			v = (json_t *)defaults[i];
+		if (!v)
+			goto out;
+		json_object_set(key, names[i], v);
+	}
+	text = dump_compact(key);
+out:
+	json_decref(key);
+	return text;
+}
+
+static bool value_in_array(const json_t *arr, const json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach (arr, i, e)
+		if (diff_value_equal(e, v, false))
+			return true;
+	return false;
+}
+
+/* --- resolving a path in an object --- */
+
+static json_t *path_child(json_t *node, const struct diff_pe *pe,
+			  const struct diff_schema *s, size_t *index)
+{
+	size_t i;
+	json_t *e;
+
+	switch (pe->type) {
+	case DIFF_PE_FIELD:
+		return json_is_object(node) ? json_object_get(node, pe->text)
+					    : NULL;
+	case DIFF_PE_KEY:
+		json_array_foreach (node, i, e) {
+			char *t = item_key_text(e, s);
+			bool hit = t && !strcmp(t, pe->text);
+
+			free(t);
+			if (hit) {
+				*index = i;
+				return e;
+			}
+		}
+		return NULL;
+	case DIFF_PE_VALUE:
+		json_array_foreach (node, i, e) {
+			char *t = dump_compact(e);
+			bool hit = t && !strcmp(t, pe->text);
+
+			free(t);
+			if (hit) {
+				*index = i;
+				return e;
+			}
+		}
+		return NULL;
+	case DIFF_PE_INDEX:
+		*index = strtoul(pe->text, NULL, 10);
+		return json_array_get(node, *index);
+	}
+	return NULL;
+}
+
+static const struct diff_schema *schema_step(const struct diff_schema *s,
+					     const struct diff_pe *pe)
+{
+	return pe->type == DIFF_PE_FIELD ? diff_schema_field(s, pe->text)
+					 : diff_schema_items(s);
+}
+
+static json_t *path_get(json_t *root, const struct diff_pe *pe, size_t len,
+			const struct diff_schema *s)
+{
+	json_t *node = root;
+	size_t idx;
+
+	for (size_t i = 0; node && i < len; i++) {
+		node = path_child(node, &pe[i], s, &idx);
+		s = schema_step(s, &pe[i]);
+	}
+	return node;
+}
+
+/*
+ * Delete the value at a path. Parents left empty by the deletion are
+ * deleted too (an apply of "spec: {}" would claim spec itself), but a
+ * parent that was empty to begin with is never touched.
+ */
+static bool path_delete(json_t *node, const struct diff_pe *pe, size_t len,
+			const struct diff_schema *s)
+{
+	size_t idx = 0;
+	json_t *child;
+	bool gone;
+
+	if (!len)
+		return false;
+	child = path_child(node, pe, s, &idx);
+	if (!child)
+		return false;
+	if (len > 1) {
+		size_t before = json_is_object(child) ? json_object_size(child)
+						      : json_array_size(child);
+
+		gone = path_delete(child, pe + 1, len - 1, schema_step(s, pe));
+		if (!gone || !before ||
+		    (json_is_object(child) ? json_object_size(child)
+					   : json_array_size(child)))
+			return gone;
+	}
+	if (pe->type == DIFF_PE_FIELD)
+		json_object_del(node, pe->text);
+	else
+		json_array_remove(node, idx);
+	return true;
+}
+
+/* --- Secrets: values never leave as they are --- */
+
+static const unsigned char *mask_key(const struct diff_options *opts,
+				     size_t *len)
+{
+	static unsigned char key[32];
+	static int have_key;
+
+	if (opts->mask_key) {
+		*len = opts->mask_key_len;
+		return opts->mask_key;
+	}
+	/* A random key per process: fingerprints compare within a run. */
+	if (!__atomic_load_n(&have_key, __ATOMIC_ACQUIRE)) {
+		unsigned char k[32];
+
+		if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+			memset(k, 0x5a, sizeof(k));
+		memcpy(key, k, sizeof(key));
+		__atomic_store_n(&have_key, 1, __ATOMIC_RELEASE);
+	}
+	*len = sizeof(key);
+	return key;
+}
+
+static int b64_value(int ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+')
+		return 62;
+	if (ch == '/')
+		return 63;
+	return -1;
+}
+
+/* Decode base64 into out; false when it is not base64. */
+static bool b64_decode(const char *in, size_t len, struct buf *out)
+{
+	unsigned acc = 0, bits = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		int v;
+
+		if (in[i] == '=')
+			break;
+		if ((v = b64_value((unsigned char)in[i])) < 0)
+			return false;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (buf_addch(out, (char)((acc >> bits) & 0xff)) < 0)
+				return false;
+		}
+	}
+	return true;
+}
+
+static char *b64_encode(const char *in, size_t len)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((len + 2) / 3 * 4 + 1), *p = out;
+	size_t i;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i + 2 < len; i += 3) {
+		unsigned v = (unsigned char)in[i] << 16 |
+			     (unsigned char)in[i + 1] << 8 |
+			     (unsigned char)in[i + 2];
+		*p++ = tab[v >> 18];
+		*p++ = tab[(v >> 12) & 63];
+		*p++ = tab[(v >> 6) & 63];
+		*p++ = tab[v & 63];
+	}
+	if (i < len) {
+		unsigned v = (unsigned char)in[i] << 16;
+
+		if (i + 1 < len)
+			v |= (unsigned char)in[i + 1] << 8;
+		*p++ = tab[v >> 18];
+		*p++ = tab[(v >> 12) & 63];
+		*p++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+		*p++ = '=';
+	}
+	*p = '\0';
+	return out;
+}
+
+/*
+ * "<secret sha256:0123456789abcdef>": an HMAC of the secret's bytes (the
+ * decoded bytes for data, the string for stringData), so two equal values
+ * show the same fingerprint and the value itself cannot be read back.
+ */
+static json_t *fingerprint(const struct diff_options *opts, const json_t *v,
+			   bool base64)
+{
+	unsigned char mac[SHA256_DIGEST_SIZE];
+	char hex[2 * SHA256_DIGEST_SIZE + 1], text[96];
+	struct buf raw = BUF_INIT;
+	const unsigned char *key;
+	size_t key_len;
+	const char *s = json_string_value(v);
+	size_t len = json_string_length(v);
+
+	if (!s) {
+		/* Not a string: still never show it. */
+		return json_string("<secret>");
+	}
+	if (base64 && b64_decode(s, len, &raw)) {
+		s = buf_cstr(&raw);
+		len = raw.len;
+	}
+	key = mask_key(opts, &key_len);
+	hmac_sha256(key, key_len, s, len, mac);
+	buf_release(&raw);
+	hex_encode(mac, 8, hex);
+	snprintf(text, sizeof(text), "<secret sha256:%s>", hex);
+	return json_string(text);
+}
+
+/* Replace every value of data/stringData in a Secret (view) in place. */
+static void mask_secret_object(const struct diff_options *opts, json_t *obj)
+{
+	static const char *const maps[] = {"data", "stringData"};
+
+	for (size_t m = 0; m < 2; m++) {
+		json_t *map = json_object_get(obj, maps[m]);
+		const char *k;
+		json_t *v;
+
+		if (!json_is_object(map))
+			continue;
+		json_object_foreach (map, k, v)
+			json_object_set_new(map, k, fingerprint(opts, v, m == 0));
+	}
+}
+
+/* True when the current path lies under a Secret's data or stringData. */
+static bool secret_path(const struct cmp *c, const struct diff_pe *pe,
+			size_t len, bool *base64)
+{
+	if (!c->secret || len < 2 || pe[0].type != DIFF_PE_FIELD)
+		return false;
+	*base64 = !strcmp(pe[0].text, "data");
+	return *base64 || !strcmp(pe[0].text, "stringData");
+}
+
+static json_t *shown_value(const struct cmp *c, const struct diff_pe *pe,
+			   size_t len, const json_t *v, bool live)
+{
+	bool base64;
+
+	if (!v)
+		return NULL;
+	if (secret_path(c, pe, len, &base64))
+		/* live never holds stringData: its values come from data */
+		return fingerprint(c->opts, v, base64 || live);
+	return json_deep_copy(v);
+}
+
+/* --- managers --- */
+
+static enum diff_actor classify(const struct cmp *c, const char *name)
+{
+	const char *const *people = c->opts->person_managers
+					    ? c->opts->person_managers
+					    : default_person_managers;
+
+	if (!strcmp(name, c->field_manager))
+		return DIFF_ACTOR_SELF;
+	if (glob_any(c->opts->controller_managers, name))
+		return DIFF_ACTOR_CONTROLLER;
+	return glob_any(people, name) ? DIFF_ACTOR_PERSON
+				      : DIFF_ACTOR_CONTROLLER;
+}
+
+static int add_warning(struct cmp *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int add_warning(struct cmp *c, const char *fmt, ...)
+{
+	struct diff_object_report *rep = c->rep;
+	struct buf b = BUF_INIT;
+	char **w;
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	w = realloc(rep->warnings, (rep->nwarnings + 1) * sizeof(*w));
+	if (!w) {
+		buf_release(&b);
+		return oom(c);
+	}
+	rep->warnings = w;
+	if (!(w[rep->nwarnings] = buf_detach(&b, NULL)))
+		return oom(c);
+	rep->nwarnings++;
+	return 0;
+}
+
+static bool rule_matches(const struct diff_ignore_rule *r,
+			 const struct diff_key *key)
+{
+	return (!r->group || !fnmatch(r->group, key->group, 0)) &&
+	       (!r->kind || !fnmatch(r->kind, key->kind, 0)) &&
+	       (!r->ns || !fnmatch(r->ns, key->ns, 0)) &&
+	       (!r->name || !fnmatch(r->name, key->name, 0));
+}
+
+static void load_managers(struct cmp *c)
+{
+	const json_t *list, *e;
+	size_t i;
+
+	if (c->mgrs_loaded)
+		return;
+	c->mgrs_loaded = true;
+	list = json_object_get(json_object_get(c->live, "metadata"),
+			       "managedFields");
+	if (!json_is_array(list) || !json_array_size(list))
+		return;
+	if (!(c->mgrs = calloc(json_array_size(list), sizeof(*c->mgrs)))) {
+		oom(c);
+		return;
+	}
+	json_array_foreach (list, i, e) {
+		struct manager *m = &c->mgrs[c->nmgrs];
+		const char *name = json_string_value(json_object_get(e, "manager"));
+
+		if (!json_is_object(e)) {
+			add_warning(c, "metadata.managedFields[%zu] is not an "
+				       "object; ignored", i);
+			continue;
+		}
+		m->name = name ? name : "";
+		m->operation = json_string_value(json_object_get(e, "operation"));
+		m->subresource =
+			json_string_value(json_object_get(e, "subresource"));
+		m->api_version =
+			json_string_value(json_object_get(e, "apiVersion"));
+		m->time = json_string_value(json_object_get(e, "time"));
+		m->fields_v1 = json_object_get(e, "fieldsV1");
+		m->actor = classify(c, m->name);
+		for (size_t r = 0; r < c->opts->nignore; r++)
+			if (rule_matches(&c->opts->ignore[r], &c->rep->key) &&
+			    glob_any(c->opts->ignore[r].managers, m->name))
+				m->ignored = true;
+		c->nmgrs++;
+	}
+}
+
+/* The manager's field set, or NULL when it has none or it is malformed. */
+static const struct diff_fieldset *manager_set(struct cmp *c, size_t i)
+{
+	struct manager *m = &c->mgrs[i];
+	struct err why = ERR_INIT;
+
+	if (m->parsed)
+		return m->set;
+	m->parsed = true;
+	if (!m->fields_v1)
+		return NULL;
+	if (diff_fieldset_parse(&m->set, m->fields_v1, &why) < 0) {
+		add_warning(c, "managedFields entry of %s is unreadable and "
+			       "ignored: %s",
+			    m->name, err_first(&why));
+		m->set = NULL;
+	}
+	err_release(&why);
+	return m->set;
+}
+
+/* Does a set own the path, itself or through an ancestor (atomic node)? */
+static bool owns(const struct diff_fieldset *set, const struct diff_pe *pe,
+		 size_t len)
+{
+	for (size_t n = len; n > 0; n--) {
+		struct diff_path p = {pe, n};
+
+		if (diff_fieldset_has(set, &p))
+			return true;
+	}
+	return false;
+}
+
+static int add_owner(struct diff_field *f, const struct manager *m)
+{
+	struct diff_owner *o = realloc(f->owners, (f->nowners + 1) * sizeof(*o));
+
+	if (!o)
+		return ERR_NOMEM;
+	f->owners = o;
+	o = &o[f->nowners++];
+	memset(o, 0, sizeof(*o));
+	o->actor = m->actor;
+	if (!(o->manager = strdup(m->name)) ||
+	    (m->operation && !(o->operation = strdup(m->operation))) ||
+	    (m->subresource && *m->subresource &&
+	     !(o->subresource = strdup(m->subresource))) ||
+	    (m->api_version && !(o->api_version = strdup(m->api_version))) ||
+	    (m->time && !(o->time = strdup(m->time))))
+		return ERR_NOMEM;
+	return 0;
+}
+
+/* Keep a copy of a path in a list (drop or gone). */
+static int keep_path(struct cmp *c, struct owned_path **list, size_t *n,
+		     size_t *alloc, const struct diff_pe *pe, size_t len)
+{
+	struct owned_path *op;
+
+	if (*n == *alloc) {
+		size_t a = *alloc ? *alloc * 2 : 8;
+		struct owned_path *d = realloc(*list, a * sizeof(*d));
+
+		if (!d)
+			return oom(c);
+		*list = d;
+		*alloc = a;
+	}
+	op = &(*list)[*n];
+	if (!(op->pe = calloc(len ? len : 1, sizeof(*op->pe))))
+		return oom(c);
+	op->len = len;
+	(*n)++;
+	for (size_t i = 0; i < len; i++) {
+		op->pe[i].type = pe[i].type;
+		if (!(op->pe[i].text = strdup(pe[i].text)))
+			return oom(c);
+	}
+	return 0;
+}
+
+static int drop_path(struct cmp *c, const struct diff_pe *pe, size_t len)
+{
+	return keep_path(c, &c->drop, &c->ndrop, &c->adrop, pe, len);
+}
+
+/*
+ * Record a difference at the current path (or at `pe`/`len` when given),
+ * attributed to its owners.
+ */
+static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
+		     enum diff_change change, const json_t *desired,
+		     const json_t *live)
+{
+	struct diff_object_report *rep = c->rep;
+	struct diff_field f = {0}, *fields;
+	struct diff_path path = {pe, len};
+	struct buf text = BUF_INIT;
+	bool controller = false, person = false, ignored = false;
+
+	load_managers(c);
+	for (size_t i = 0; i < c->nmgrs; i++) {
+		const struct diff_fieldset *set = manager_set(c, i);
+
+		if (!set || !owns(set, pe, len))
+			continue;
+		if (c->mgrs[i].ignored)
+			ignored = true;
+		if (c->mgrs[i].actor == DIFF_ACTOR_CONTROLLER)
+			controller = true;
+		else if (c->mgrs[i].actor == DIFF_ACTOR_PERSON)
+			person = true;
+		if (add_owner(&f, &c->mgrs[i]) < 0)
+			goto nomem;
+	}
+	if (ignored) {
+		rep->nignored++;
+		for (size_t i = 0; i < f.nowners; i++) {
+			free(f.owners[i].manager);
+			free(f.owners[i].operation);
+			free(f.owners[i].subresource);
+			free(f.owners[i].api_version);
+			free(f.owners[i].time);
+		}
+		free(f.owners);
+		return change == DIFF_REMOVED ? 0 : drop_path(c, pe, len);
+	}
+	f.change = change;
+	f.foreign = controller && change != DIFF_REMOVED;
+	if (f.foreign && c->opts->policy != DIFF_POLICY_OVERRIDE) {
+		if (drop_path(c, pe, len) < 0)
+			goto nomem;
+	} else {
+		c->heal = true;
+		if (change != DIFF_REMOVED && (person || controller))
+			c->force = true;
+	}
+	if (diff_path_format(&path, &text) < 0 ||
+	    !(f.path = buf_detach(&text, NULL)))
+		goto nomem;
+	f.desired = shown_value(c, pe, len, desired, false);
+	f.live = shown_value(c, pe, len, live, true);
+	if ((desired && !f.desired) || (live && !f.live))
+		goto nomem;
+	fields = realloc(rep->fields, (rep->nfields + 1) * sizeof(*fields));
+	if (!fields)
+		goto nomem;
+	rep->fields = fields;
+	rep->fields[rep->nfields++] = f;
+	return 0;
+nomem:
+	buf_release(&text);
+	free(f.path);
+	json_decref(f.desired);
+	json_decref(f.live);
+	for (size_t i = 0; i < f.nowners; i++) {
+		free(f.owners[i].manager);
+		free(f.owners[i].operation);
+		free(f.owners[i].subresource);
+		free(f.owners[i].api_version);
+		free(f.owners[i].time);
+	}
+	free(f.owners);
+	return oom(c);
+}
+
+static int record(struct cmp *c, enum diff_change change,
+		  const json_t *desired, const json_t *live)
+{
+	return record_at(c, c->pe, c->depth, change, desired, live);
+}
+
+/* --- the walk over declared fields --- */
+
+static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
+		    const struct diff_schema *s);
+
+static int cmp_object(struct cmp *c, const json_t *d, const json_t *l,
+		      const struct diff_schema *s)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach ((json_t *)d, k, v) {
+		int error;
+
+		if (c->depth == 0 &&
+		    (!strcmp(k, "apiVersion") || !strcmp(k, "kind") ||
+		     !strcmp(k, "status")))
+			continue;
+		if (c->depth == 1 && c->pe[0].type == DIFF_PE_FIELD &&
+		    !strcmp(c->pe[0].text, "metadata") &&
+		    in_list(server_metadata, k))
+			continue;
+		if (c->depth == 0 && c->secret && !strcmp(k, "stringData") &&
+		    json_is_object(v))
+			continue; /* compared against data, see cmp_string_data */
+		if ((error = push(c, DIFF_PE_FIELD, k, false)) < 0)
+			return error;
+		error = cmp_node(c, v, json_object_get(l, k),
+				 diff_schema_field(s, k));
+		pop(c);
+		if (error < 0)
+			return error;
+	}
+	return 0;
+}
+
+/* Secret stringData: the server folds it into base64 data. */
+static int cmp_string_data(struct cmp *c, const json_t *d, const json_t *l)
+{
+	const json_t *sd = json_object_get(d, "stringData");
+	const json_t *data = json_object_get(l, "data");
+	const char *k;
+	json_t *v;
+
+	json_object_foreach ((json_t *)sd, k, v) {
+		const json_t *lv = json_object_get(data, k);
+		char *enc = json_is_string(v) ? b64_encode(json_string_value(v),
+							   json_string_length(v))
+					      : NULL;
+		bool same = enc && json_is_string(lv) &&
+			    !strcmp(enc, json_string_value(lv));
+		int error = 0;
+
+		free(enc);
+		if (same)
+			continue;
+		if ((error = push(c, DIFF_PE_FIELD, "stringData", false)) < 0 ||
+		    (error = push(c, DIFF_PE_FIELD, k, false)) < 0)
+			return error;
+		error = record(c, lv ? DIFF_CHANGED : DIFF_ABSENT, v, lv);
+		pop(c);
+		pop(c);
+		if (error < 0)
+			return error;
+	}
+	return 0;
+}
+
+static int cmp_set(struct cmp *c, const json_t *d, const json_t *l)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach ((json_t *)d, i, e) {
+		char *text;
+		int error;
+
+		if (value_in_array(l, e))
+			continue;
+		if (!(text = dump_compact(e)))
+			return oom(c);
+		if ((error = push(c, DIFF_PE_VALUE, text, true)) < 0) {
+			free(text);
+			return error;
+		}
+		error = record(c, DIFF_ABSENT, e, NULL);
+		pop(c);
+		if (error < 0)
+			return error;
+	}
+	return 0;
+}
+
+static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
+			const struct diff_schema *s)
+{
+	const struct diff_schema *items = diff_schema_items(s);
+	size_t nlive = json_array_size(l), i;
+	char **live_keys = calloc(nlive ? nlive : 1, sizeof(*live_keys));
+	json_t *e;
+	int error = 0;
+
+	if (!live_keys)
+		return oom(c);
+	for (i = 0; i < nlive; i++)
+		live_keys[i] = item_key_text(json_array_get(l, i), s);
+	json_array_foreach ((json_t *)d, i, e) {
+		char *key = item_key_text(e, s);
+		const json_t *match = NULL;
+
+		if (!key) {
+			struct buf p = BUF_INIT;
+			struct diff_path path = cur_path(c);
+
+			diff_path_format(&path, &p);
+			error = err_set(c->err, ERR_INVALID,
+					"%s[%zu]: list item has no key",
+					buf_cstr(&p), i);
+			buf_release(&p);
+			if (!c->error)
+				c->error = error;
+			goto out;
+		}
+		for (size_t j = 0; j < nlive && !match; j++)
+			if (live_keys[j] && !strcmp(live_keys[j], key))
+				match = json_array_get(l, j);
+		if ((error = push(c, DIFF_PE_KEY, key, true)) < 0) {
+			free(key);
+			goto out;
+		}
+		if (!match)
+			error = record(c, DIFF_ABSENT, e, NULL);
+		else
+			error = cmp_node(c, e, match, items);
+		pop(c);
+		if (error < 0)
+			goto out;
+	}
+out:
+	for (i = 0; i < nlive; i++)
+		free(live_keys[i]);
+	free(live_keys);
+	return error;
+}
+
+static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
+		    const struct diff_schema *s)
+{
+	enum diff_schema_type type;
+
+	if (!l)
+		return json_is_null(d) ? 0 : record(c, DIFF_ABSENT, d, NULL);
+	if (!json_is_object(d) && !json_is_array(d))
+		return diff_value_equal(d, l, diff_schema_is_quantity(s))
+			       ? 0
+			       : record(c, DIFF_CHANGED, d, l);
+	type = diff_schema_type_of(s, d);
+	if (type == DIFF_SCHEMA_ATOMIC)
+		return diff_value_equal(d, l, false)
+			       ? 0
+			       : record(c, DIFF_CHANGED, d, l);
+	if (json_typeof(d) != json_typeof(l))
+		return record(c, DIFF_CHANGED, d, l);
+	if (json_is_object(d))
+		return cmp_object(c, d, l, s);
+	if (type == DIFF_SCHEMA_SET)
+		return cmp_set(c, d, l);
+	if (type == DIFF_SCHEMA_MAP_LIST)
+		return cmp_map_list(c, d, l, s);
+	return diff_value_equal(d, l, false) ? 0
+					     : record(c, DIFF_CHANGED, d, l);
+}
+
+/* --- fields applied earlier, no longer declared --- */
+
+struct removal {
+	struct cmp *c;
+	json_t *live;
+	struct diff_pe *last;    /* last recorded removal (prefix check) */
+	size_t last_len;
+	const char *const *ptrs; /* ignored JSON pointers of this object */
+};
+
+static bool has_prefix(const struct diff_pe *pe, size_t len,
+		       const struct diff_pe *prefix, size_t plen)
+{
+	if (plen > len)
+		return false;
+	for (size_t i = 0; i < plen; i++)
+		if (pe[i].type != prefix[i].type ||
+		    strcmp(pe[i].text, prefix[i].text))
+			return false;
+	return true;
+}
+
+/* A JSON pointer for a path made only of fields, else "". */
+static void path_pointer(const struct diff_path *p, struct buf *out)
+{
+	for (size_t i = 0; i < p->len; i++) {
+		if (p->pe[i].type != DIFF_PE_FIELD) {
+			buf_reset(out);
+			return;
+		}
+		buf_addch(out, '/');
+		for (const char *s = p->pe[i].text; *s; s++) {
+			if (*s == '~')
+				buf_adds(out, "~0");
+			else if (*s == '/')
+				buf_adds(out, "~1");
+			else
+				buf_addch(out, *s);
+		}
+	}
+}
+
+static bool pointer_ignored(const char *const *ptrs, const char *pointer)
+{
+	size_t n;
+
+	if (!ptrs || !*pointer)
+		return false;
+	for (; *ptrs; ptrs++) {
+		n = strlen(*ptrs);
+		if (!strncmp(pointer, *ptrs, n) &&
+		    (pointer[n] == '\0' || pointer[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+static int removal_visit(const struct diff_path *p, void *data)
+{
+	struct removal *r = data;
+	struct cmp *c = r->c;
+	json_t *lv;
+	struct buf ptr = BUF_INIT;
+	bool ignored;
+
+	if (r->last && has_prefix(p->pe, p->len, r->last, r->last_len))
+		return 0;
+	/* Status and server metadata are never ours to remove. */
+	if (p->len && p->pe[0].type == DIFF_PE_FIELD &&
+	    !strcmp(p->pe[0].text, "status"))
+		return 0;
+	for (size_t i = 0; i < c->nmgrs; i++) {
+		const struct diff_fieldset *set;
+
+		if (c->mgrs[i].actor == DIFF_ACTOR_SELF)
+			continue;
+		if ((set = manager_set(c, i)) && diff_fieldset_has_prefix(set, p))
+			return 0; /* co-owned: it stays, we just let go */
+	}
+	lv = path_get(r->live, p->pe, p->len, c->root_schema);
+	if (!lv)
+		return 0;
+	path_pointer(p, &ptr);
+	ignored = pointer_ignored(r->ptrs, buf_cstr(&ptr));
+	buf_release(&ptr);
+	if (ignored) {
+		c->rep->nignored++;
+		return 0;
+	}
+	free(r->last);
+	r->last = malloc(p->len * sizeof(*r->last));
+	if (!r->last)
+		return oom(c);
+	memcpy(r->last, p->pe, p->len * sizeof(*r->last));
+	r->last_len = p->len;
+	/* The texts are the walk's; the prefix check runs within it. */
+	if (keep_path(c, &c->gone, &c->ngone, &c->agone, p->pe, p->len) < 0 ||
+	    record_at(c, p->pe, p->len, DIFF_REMOVED, NULL, lv) < 0)
+		return c->error;
+	return 0;
+}
+
+/* Union of what our field manager applied (Apply, main resource). */
+static int own_applied_set(struct cmp *c, struct diff_fieldset **out)
+{
+	struct diff_fieldset *acc = NULL;
+
+	*out = NULL;
+	load_managers(c);
+	for (size_t i = 0; i < c->nmgrs; i++) {
+		const struct manager *m = &c->mgrs[i];
+		const struct diff_fieldset *set;
+
+		if (m->actor != DIFF_ACTOR_SELF || !m->operation ||
+		    strcmp(m->operation, "Apply") ||
+		    (m->subresource && *m->subresource))
+			continue;
+		if (!(set = manager_set(c, i)))
+			continue;
+		if (!acc) {
+			acc = diff_fieldset_union(set, set);
+		} else {
+			struct diff_fieldset *u = diff_fieldset_union(acc, set);
+
+			diff_fieldset_free(acc);
+			acc = u;
+		}
+		if (!acc)
+			return oom(c);
+	}
+	*out = acc;
+	return 0;
+}
+
+/* --- JSON pointers (ignore rules) --- */
+
+static char *pointer_token(const char **p)
+{
+	const char *s = *p, *end = strchr(s, '/');
+	size_t n = end ? (size_t)(end - s) : strlen(s);
+	char *tok = malloc(n + 1), *o = tok;
+
+	if (!tok)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '~' && i + 1 < n && (s[i + 1] == '0' || s[i + 1] == '1')) {
+			*o++ = s[i + 1] == '0' ? '~' : '/';
+			i++;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	*p = end ? end + 1 : s + n;
+	return tok;
+}
+
+/* Resolve an RFC 6901 pointer; *parent and *tok (caller frees) for deletion. */
+static json_t *pointer_get(json_t *root, const char *ptr, json_t **parent,
+			   char **last)
+{
+	json_t *node = root;
+
+	*parent = NULL;
+	*last = NULL;
+	if (*ptr != '/')
+		return *ptr ? NULL : root;
+	ptr++;
+	for (;;) {
+		char *tok = pointer_token(&ptr);
+		json_t *next;
+
+		if (!tok)
+			return NULL;
+		if (json_is_object(node)) {
+			next = json_object_get(node, tok);
+		} else if (json_is_array(node)) {
+			char *end;
+			unsigned long i = strtoul(tok, &end, 10);
+
+			next = *tok && !*end ? json_array_get(node, i) : NULL;
+		} else {
+			next = NULL;
+		}
+		if (!next) {
+			free(tok);
+			return NULL;
+		}
+		*parent = node;
+		free(*last);
+		*last = tok;
+		node = next;
+		if (!*ptr && ptr[-1] != '/')
+			return node;
+	}
+}
+
+static void pointer_delete(json_t *root, const char *ptr)
+{
+	json_t *parent;
+	char *tok;
+
+	if (pointer_get(root, ptr, &parent, &tok) && parent) {
+		if (json_is_object(parent))
+			json_object_del(parent, tok);
+		else
+			json_array_remove(parent, strtoul(tok, NULL, 10));
+	}
+	free(tok);
+}
+
+/* --- views for the text rendering --- */
+
+static json_t *strip_view(const json_t *obj, const struct diff_options *opts,
+			  bool secret)
+{
+	json_t *v = json_deep_copy(obj), *meta, *ann;
+
+	if (!v)
+		return NULL;
+	json_object_del(v, "status");
+	meta = json_object_get(v, "metadata");
+	for (const char *const *f = server_metadata + 2; *f; f++)
+		json_object_del(meta, *f);
+	ann = json_object_get(meta, "annotations");
+	json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
+	if (json_is_object(ann) && !json_object_size(ann))
+		json_object_del(meta, "annotations");
+	if (secret) {
+		/* Show stringData as the data the server would store. */
+		json_t *sd = json_object_get(v, "stringData");
+		const char *k;
+		json_t *x;
+
+		if (json_is_object(sd)) {
+			json_t *data = json_object_get(v, "data");
+
+			if (!json_is_object(data)) {
+				data = json_object();
+				json_object_set_new(v, "data", data);
+			}
+			json_object_foreach (sd, k, x) {
+				char *enc = json_is_string(x)
+						    ? b64_encode(json_string_value(x),
+								 json_string_length(x))
+						    : NULL;
+
+				if (enc)
+					json_object_set_new(data, k,
+							    json_string(enc));
+				free(enc);
+			}
+			json_object_del(v, "stringData");
+		}
+		mask_secret_object(opts, v);
+	}
+	return v;
+}
+
+/* merge(live, applied) as server-side apply merges, for the view. */
+static json_t *merge(const json_t *l, const json_t *d,
+		     const struct diff_schema *s)
+{
+	enum diff_schema_type type;
+	json_t *out;
+	size_t i;
+	json_t *e;
+	const char *k;
+
+	if (!l || json_typeof(l) != json_typeof(d) ||
+	    (!json_is_object(d) && !json_is_array(d)))
+		return json_deep_copy(d);
+	type = diff_schema_type_of(s, d);
+	if (type == DIFF_SCHEMA_ATOMIC)
+		return json_deep_copy(d);
+	if (json_is_object(d)) {
+		out = json_deep_copy(l);
+		json_object_foreach ((json_t *)d, k, e)
+			json_object_set_new(out, k,
+					    merge(json_object_get(l, k), e,
+						  diff_schema_field(s, k)));
+		return out;
+	}
+	out = json_deep_copy(l);
+	if (type == DIFF_SCHEMA_SET) {
+		json_array_foreach ((json_t *)d, i, e)
+			if (!value_in_array(out, e))
+				json_array_append(out, e);
+		return out;
+	}
+	if (type == DIFF_SCHEMA_MAP_LIST) {
+		json_array_foreach ((json_t *)d, i, e) {
+			char *key = item_key_text(e, s);
+			size_t j;
+			json_t *le;
+			bool found = false;
+
+			json_array_foreach (out, j, le) {
+				char *lk = item_key_text(le, s);
+
+				found = key && lk && !strcmp(key, lk);
+				free(lk);
+				if (found) {
+					json_array_set_new(
+						out, j,
+						merge(le, e,
+						      diff_schema_items(s)));
+					break;
+				}
+			}
+			if (!found)
+				json_array_append(out, e);
+			free(key);
+		}
+		return out;
+	}
+	json_decref(out);
+	return json_deep_copy(d);
+}
+
+/* --- one object --- */
+
+static void owned_paths_free(struct owned_path *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < p[i].len; j++)
+			free((char *)p[i].pe[j].text);
+		free(p[i].pe);
+	}
+	free(p);
+}
+
+static int fill_identity(struct diff_object_report *out, const json_t *obj,
+			 struct err *err)
+{
+	const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+	int error;
+
+	if ((error = diff_key_from_object(&out->key, obj, err)) < 0)
+		return error;
+	if (!(out->api_version = strdup(av ? av : "")))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+static bool fieldsets_equal(const struct diff_fieldset *a,
+			    const struct diff_fieldset *b, bool *ok)
+{
+	struct diff_fieldset *x = diff_fieldset_difference(a, b);
+	struct diff_fieldset *y = diff_fieldset_difference(b, a);
+	bool eq = x && y && diff_fieldset_empty(x) && diff_fieldset_empty(y);
+
+	*ok = x && y;
+	diff_fieldset_free(x);
+	diff_fieldset_free(y);
+	return eq;
+}
+
+int diff_compare_object(struct diff_object_report *out, const json_t *desired,
+			const json_t *live, const struct diff_schemas *reg,
+			const struct diff_options *opts_in,
+			struct err *err)
+{
+	static const struct diff_options defaults = DIFF_OPTIONS_INIT;
+	const struct diff_options *opts = opts_in ? opts_in : &defaults;
+	struct cmp c = {0};
+	struct diff_fieldset *desired_set = NULL, *own = NULL, *want = NULL;
+	json_t *compared = NULL, *apply = NULL;
+	const char **ptrs = NULL;
+	size_t nptrs = 0;
+	struct buf id = BUF_INIT;
+	int error = 0;
+
+	memset(out, 0, sizeof(*out));
+	if ((error = fill_identity(out, desired, err)) < 0)
+		goto out;
+	c.opts = opts;
+	c.field_manager = opts->field_manager ? opts->field_manager : "syncd";
+	c.rep = out;
+	c.live = live;
+	c.reg = reg;
+	c.err = err;
+	c.secret = !*out->key.group && !strcmp(out->key.kind, "Secret");
+	c.root_schema = diff_schemas_lookup(reg, out->key.group, out->key.kind);
+	diff_key_format(&out->key, &id);
+
+	if ((error = diff_fieldset_of_object(&desired_set, desired,
+					     c.root_schema, err)) < 0)
+		goto out;
+
+	if (!live) {
+		out->state = DIFF_MISSING;
+		if (opts->policy != DIFF_POLICY_REPORT &&
+		    !(out->apply = json_deep_copy(desired)))
+			goto nomem;
+		if (!(out->desired_view = strip_view(desired, opts, c.secret)))
+			goto nomem;
+		goto out;
+	}
+
+	/* Ignore rules with JSON pointers: differing values are dropped. */
+	for (size_t r = 0; r < opts->nignore; r++) {
+		const struct diff_ignore_rule *rule = &opts->ignore[r];
+
+		if (!rule_matches(rule, &out->key) || !rule->json_pointers)
+			continue;
+		for (const char *const *p = rule->json_pointers; *p; p++) {
+			json_t *parent, *dv, *lv;
+			char *tok, *tok2;
+			const char **np;
+
+			np = realloc(ptrs, (nptrs + 2) * sizeof(*ptrs));
+			if (!np)
+				goto nomem;
+			ptrs = np;
+			ptrs[nptrs++] = *p;
+			ptrs[nptrs] = NULL;
+			if (!compared && !(compared = json_deep_copy(desired)))
+				goto nomem;
+			dv = pointer_get(compared, *p, &parent, &tok);
+			lv = pointer_get((json_t *)live, *p, &parent, &tok2);
+			free(tok);
+			free(tok2);
+			if (!dv)
+				continue;
+			if (!diff_value_equal(dv, lv, false))
+				out->nignored++;
+			pointer_delete(compared, *p);
+		}
+	}
+
+	if ((error = cmp_node(&c, compared ? compared : desired, live,
+			      c.root_schema)) < 0 ||
+	    c.error)
+		goto out_error;
+	if (c.secret && (error = cmp_string_data(&c, desired, live)) < 0)
+		goto out_error;
+
+	/* Fields we applied before and no longer declare. */
+	if ((error = own_applied_set(&c, &own)) < 0)
+		goto out_error;
+	if (own) {
+		struct diff_fieldset *gone =
+			diff_fieldset_difference(own, desired_set);
+		struct removal r = {&c, (json_t *)live, NULL, 0, ptrs};
+
+		if (!gone)
+			goto nomem;
+		error = diff_fieldset_walk(gone, removal_visit, &r);
+		free(r.last);
+		diff_fieldset_free(gone);
+		if (error < 0 || c.error)
+			goto out_error;
+	}
+
+	/* The state. */
+	if (!out->nfields) {
+		out->state = DIFF_IN_SYNC;
+	} else {
+		out->state = DIFF_FOREIGN;
+		for (size_t i = 0; i < out->nfields; i++)
+			if (!out->fields[i].foreign)
+				out->state = DIFF_DRIFTED;
+	}
+
+	/* The request: desired less what we leave alone. */
+	if (opts->policy != DIFF_POLICY_REPORT) {
+		bool ok = true, same;
+
+		if (!(apply = json_deep_copy(desired)))
+			goto nomem;
+		for (size_t i = 0; i < nptrs; i++) {
+			json_t *parent, *dv, *lv;
+			char *tok, *tok2;
+
+			dv = pointer_get(apply, ptrs[i], &parent, &tok);
+			lv = pointer_get((json_t *)live, ptrs[i], &parent, &tok2);
+			free(tok);
+			free(tok2);
+			if (dv && !diff_value_equal(dv, lv, false))
+				pointer_delete(apply, ptrs[i]);
+		}
+		for (size_t i = 0; i < c.ndrop; i++)
+			path_delete(apply, c.drop[i].pe, c.drop[i].len,
+				    c.root_schema);
+		if (c.ndrop || nptrs) {
+			if ((error = diff_fieldset_of_object(&want, apply,
+							     c.root_schema,
+							     err)) < 0)
+				goto out;
+		}
+		/* Apply when something heals or our ownership is not right. */
+		same = own && fieldsets_equal(own, want ? want : desired_set,
+					      &ok);
+		if (!ok)
+			goto nomem;
+		if (c.heal || !same) {
+			out->apply = apply;
+			apply = NULL;
+			out->force = opts->policy == DIFF_POLICY_OVERRIDE ||
+				     c.force;
+		}
+	}
+
+	if (out->state != DIFF_IN_SYNC) {
+		/* Both views masked before merging: no Secret value leaks. */
+		json_t *dv = strip_view(desired, opts, c.secret);
+
+		out->live_view = strip_view(live, opts, c.secret);
+		if (!out->live_view || !dv) {
+			json_decref(dv);
+			goto nomem;
+		}
+		out->desired_view = merge(out->live_view, dv, c.root_schema);
+		json_decref(dv);
+		if (!out->desired_view)
+			goto nomem;
+		/* What the apply removes disappears from the view. */
+		for (size_t i = 0; i < c.ngone; i++)
+			path_delete(out->desired_view, c.gone[i].pe,
+				    c.gone[i].len, c.root_schema);
+	}
+	goto out;
+
+nomem:
+	error = err_set(err, ERR_NOMEM, "%s: out of memory", buf_cstr(&id));
+	goto out;
+out_error:
+	if (!error)
+		error = c.error;
+out:
+	for (size_t i = 0; i < c.nmgrs; i++)
+		diff_fieldset_free(c.mgrs[i].set);
+	free(c.mgrs);
+	while (c.depth)
+		pop(&c);
+	free(c.pe);
+	free(c.owned);
+	owned_paths_free(c.drop, c.ndrop);
+	owned_paths_free(c.gone, c.ngone);
+	diff_fieldset_free(desired_set);
+	diff_fieldset_free(own);
+	diff_fieldset_free(want);
+	json_decref(compared);
+	json_decref(apply);
+	free(ptrs);
+	buf_release(&id);
+	if (error < 0)
+		diff_object_report_release(out);
+	return error;
+}
+
+int diff_orphan_object(struct diff_object_report *out, const json_t *live,
+		       const struct diff_options *opts, struct err *err)
+{
+	int error;
+
+	memset(out, 0, sizeof(*out));
+	out->state = DIFF_ORPHAN;
+	if ((error = fill_identity(out, live, err)) < 0)
+		goto out;
+	out->live_view = strip_view(live, opts,
+				    !*out->key.group &&
+					    !strcmp(out->key.kind, "Secret"));
+	if (!out->live_view)
+		error = err_set(err, ERR_NOMEM, "out of memory");
+out:
+	if (error < 0)
+		diff_object_report_release(out);
+	return error;
+}
+
+void diff_object_report_release(struct diff_object_report *rep)
+{
+	if (!rep)
+		return;
+	diff_key_release(&rep->key);
+	free(rep->api_version);
+	free(rep->origin);
+	for (size_t i = 0; i < rep->nfields; i++) {
+		struct diff_field *f = &rep->fields[i];
+
+		free(f->path);
+		json_decref(f->desired);
+		json_decref(f->live);
+		for (size_t j = 0; j < f->nowners; j++) {
+			free(f->owners[j].manager);
+			free(f->owners[j].operation);
+			free(f->owners[j].subresource);
+			free(f->owners[j].api_version);
+			free(f->owners[j].time);
+		}
+		free(f->owners);
+	}
+	free(rep->fields);
+	for (size_t i = 0; i < rep->nwarnings; i++)
+		free(rep->warnings[i]);
+	free(rep->warnings);
+	json_decref(rep->apply);
+	json_decref(rep->live_view);
+	json_decref(rep->desired_view);
+	memset(rep, 0, sizeof(*rep));
+}
