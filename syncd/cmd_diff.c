@@ -80,7 +80,7 @@ static int diff_main(int argc, char **argv)
 	int c, rc = EXIT_ERROR;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			live_path = optarg;

@@ -10,7 +10,7 @@
 set -u
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$top" || exit 2
-SYNCD=${SYNCD:-build/syncd}
+SYNCD=${SYNCD:-${BUILD:-build}/syncd}
 SHARED=${SHARED:-../shared}
 FIXTURES="$SHARED/fixtures/real-world"
 status=0
