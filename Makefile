@@ -154,8 +154,15 @@ deps:
 		echo "apt-get install" $$missing; \
 	fi
 
-bench: $(SYNCD)
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+bench: $(SYNCD) $(BUILD)/bench/diff
 	@BUILD=$(BUILD) bench/render.sh
+	@echo
+	@echo "== diff: 10,000 objects in memory, one core"
+	@taskset -c 0 $(BUILD)/bench/diff
 
 demo: $(SYNCD)
 	$(SYNCD) render examples/guestbook

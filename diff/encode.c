@@ -44,6 +44,29 @@ static const char hex_lower[] = "0123456789abcdef";
 static const char hex_upper[] = "0123456789ABCDEF";
 static const char spaces64[] =
 	"                                                                ";
+static const char nl_spaces[] =
+	"\n                                                                ";
+
+/*
+ * Append to `b`, recording the first failure in *error (later appends are
+ * skipped). The common case, room already there, skips buf_add().
+ */
+static inline void out_add(struct buf *b, int *error, const void *s,
+			   size_t n)
+{
+	int rc;
+
+	if (*error)
+		return;
+	if (b->len + n < b->alloc && (!b->cap || b->len + n <= b->cap)) {
+		memcpy(b->ptr + b->len, s, n);
+		b->len += n;
+		b->ptr[b->len] = '\0';
+		return;
+	}
+	if ((rc = buf_add(b, s, n)) < 0)
+		*error = rc;
+}
 
 static bool is_digit(int c)
 {
@@ -116,7 +139,15 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 
 	while (i < n) {
 		if (s[i] < 0x80) {
+			uint64_t w;
+
 			i++;
+			while (i + 8 <= n) {
+				memcpy(&w, s + i, 8);
+				if (w & 0x8080808080808080ULL)
+					break;
+				i += 8;
+			}
 			continue;
 		}
 		if (utf8_decode(s + i, n - i, &cp) == 1)
@@ -262,7 +293,11 @@ static int keys_sort(struct keystack *ks, struct okey *v, size_t n,
 static bool key_less_bytes(const struct okey *a, const struct okey *b)
 {
 	size_t n = a->len < b->len ? a->len : b->len;
-	int c = memcmp(a->key, b->key, n);
+	int c;
+
+	if (n && a->key[0] != b->key[0])
+		return (unsigned char)a->key[0] < (unsigned char)b->key[0];
+	c = memcmp(a->key, b->key, n);
 
 	return c < 0 || (c == 0 && a->len < b->len);
 }
@@ -325,6 +360,11 @@ static bool key_less_yaml(const struct okey *ka, const struct okey *kb)
 	bool al, bl;
 
 	while (ia < an_ && ib < bn_) {
+		if (a[ia] == b[ib] && a[ia] < 0x80) {
+			ia++;
+			ib++;
+			continue;
+		}
 		wa = utf8_decode(a + ia, an_ - ia, &ca);
 		wb = utf8_decode(b + ib, bn_ - ib, &cb);
 		if (ca == cb) {
@@ -599,7 +639,21 @@ static size_t fmt_yaml_real(char *out, double v)
 
 static size_t fmt_int(char *out, json_int_t v)
 {
-	return (size_t)sprintf(out, "%" JSON_INTEGER_FORMAT, v);
+	char tmp[24];
+	size_t n = 0, k = 0;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v
+				     : (unsigned long long)v;
+
+	do {
+		tmp[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		out[n++] = '-';
+	while (k)
+		out[n++] = tmp[--k];
+	out[n] = '\0';
+	return n;
 }
 
 /*
@@ -615,16 +669,17 @@ struct jenc {
 
 static void j_add(struct jenc *e, const char *s, size_t n)
 {
-	int error;
-
-	if (!e->error && (error = buf_add(e->out, s, n)) < 0)
-		e->error = error;
+	out_add(e->out, &e->error, s, n);
 }
 
 static void j_newline(struct jenc *e, int depth)
 {
 	size_t n = (size_t)e->indent * (size_t)depth, k;
 
+	if (n < 64) {
+		j_add(e, nl_spaces, n + 1);
+		return;
+	}
 	j_add(e, "\n", 1);
 	for (; n; n -= k) {
 		k = n < 64 ? n : 64;
@@ -632,27 +687,71 @@ static void j_newline(struct jenc *e, int depth)
 	}
 }
 
+/* ASCII that Go's encoding/json writes as is (htmlSafeSet). */
+static const bool json_safe[128] = {
+	[' '] = 1, ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['\''] = 1,
+	['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, ['-'] = 1,
+	['.'] = 1, ['/'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+	['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+	[':'] = 1, [';'] = 1, ['='] = 1, ['?'] = 1, ['@'] = 1, ['A'] = 1,
+	['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
+	['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1,
+	['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+	['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1,
+	['Z'] = 1, ['['] = 1, [']'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1,
+	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+	['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+	['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+	['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1, ['z'] = 1, ['{'] = 1, ['|'] = 1, ['}'] = 1, ['~'] = 1,
+	[0x7F] = 1,
+};
+
 /*
  * A string as Go's encoding/json writes it with HTML escaping (the
  * default): \" \\ \b \f \n \r \t, \u00XX for other controls and for < > &,
  * \u2028 \u2029, \ufffd for each invalid byte; the rest raw.
  */
-static void j_string(struct jenc *e, const char *str, size_t n)
+static void j_string(struct jenc *e, const char *str, size_t n,
+		     const char *suffix, size_t suffix_len)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0, start = 0, w;
 	char esc[6] = {'\\', 'u', '0', '0', 0, 0};
 	uint32_t cp;
 	unsigned char c;
+	struct buf *b = e->out;
 
-	if (!e->error && buf_grow(e->out, n + 2) < 0)
-		e->error = ERR_NOMEM;
+	while (i < n && s[i] < 0x80 && json_safe[s[i]])
+		i++;
+	if (e->error)
+		return;
+	if (b->alloc - b->len < n + suffix_len + 3) {
+		int rc = buf_grow(b, n + suffix_len + 2);
+
+		if (rc < 0) {
+			e->error = rc;
+			return;
+		}
+	}
+	if (i == n && (!b->cap || b->len + n + 2 + suffix_len <= b->cap)) {
+		/* nothing to escape: the common case, in one copy */
+		char *p = b->ptr + b->len;
+
+		*p++ = '"';
+		memcpy(p, str, n);
+		p += n;
+		*p++ = '"';
+		memcpy(p, suffix, suffix_len);
+		b->len += n + 2 + suffix_len;
+		b->ptr[b->len] = '\0';
+		return;
+	}
 	j_add(e, "\"", 1);
 	while (i < n) {
 		c = s[i];
 		if (c < 0x80) {
-			if (c >= 0x20 && c != '"' && c != '\\' && c != '<' &&
-			    c != '>' && c != '&') {
+			if (json_safe[c]) {
 				i++;
 				continue;
 			}
@@ -701,6 +800,7 @@ static void j_string(struct jenc *e, const char *str, size_t n)
 	}
 	j_add(e, str + start, n - start);
 	j_add(e, "\"", 1);
+	j_add(e, suffix, suffix_len);
 }
 
 static int j_value(struct jenc *e, json_t *v, int depth)
@@ -716,7 +816,8 @@ static int j_value(struct jenc *e, json_t *v, int depth)
 			return ERR_LIMIT;
 		break;
 	case JSON_STRING:
-		j_string(e, json_string_value(v), json_string_length(v));
+		j_string(e, json_string_value(v), json_string_length(v), "",
+			 0);
 		return e->error;
 	case JSON_INTEGER:
 		j_add(e, num, fmt_int(num, json_integer_value(v)));
@@ -766,8 +867,7 @@ static int j_value(struct jenc *e, json_t *v, int depth)
 			j_add(e, ",", 1);
 		if (e->indent)
 			j_newline(e, depth + 1);
-		j_string(e, k->key, k->len);
-		j_add(e, e->indent ? ": " : ":", e->indent ? 2 : 1);
+		j_string(e, k->key, k->len, ": ", e->indent ? 2 : 1);
 		error = j_value(e, k->val, depth + 1);
 	}
 	if (n && e->indent)
@@ -1105,6 +1205,40 @@ static bool yaml_is_timestamp(const char *s, size_t n)
 	return false;
 }
 
+/* go-yaml's resolveTable: first characters of non-string plain scalars. */
+static const bool resolve_hint[256] = {
+	['+'] = 1, ['-'] = 1, ['.'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1,
+	['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1,
+	['9'] = 1, ['y'] = 1, ['Y'] = 1, ['n'] = 1, ['N'] = 1, ['t'] = 1,
+	['T'] = 1, ['f'] = 1, ['F'] = 1, ['o'] = 1, ['O'] = 1, ['~'] = 1,
+};
+
+/*
+ * In go-yaml v2's resolveMap: the YAML 1.1 booleans, nulls, .inf and
+ * .nan ("" and "<<" are dealt with by the callers).
+ */
+static bool yaml_resolve_map(const char *s, size_t n)
+{
+	static const char *const by_len[6] = {
+		NULL,
+		"y\0Y\0n\0N\0~\0",
+		"on\0On\0ON\0no\0No\0NO\0",
+		"yes\0Yes\0YES\0off\0Off\0OFF\0",
+		"true\0True\0TRUE\0null\0Null\0NULL\0.nan\0.NaN\0.NAN\0"
+		".inf\0.Inf\0.INF\0",
+		"false\0False\0FALSE\0+.inf\0+.Inf\0+.INF\0-.inf\0-.Inf\0"
+		"-.INF\0",
+	};
+	const char *w;
+
+	if (n == 0 || n > 5)
+		return false;
+	for (w = by_len[n]; *w; w += n + 1)
+		if (w[0] == s[0] && !memcmp(w, s, n))
+			return true;
+	return false;
+}
+
 /*
  * Whether go-yaml v2 would marshal this string plain: its resolver reads
  * the plain text back as a string (not a bool, null, int, float or
@@ -1114,12 +1248,6 @@ static bool yaml_is_timestamp(const char *s, size_t n)
 static bool yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
 			      struct buf *tmp2)
 {
-	static const char *const special[] = {
-		"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on",
-		"On", "ON", "n", "N", "no", "No", "NO", "false", "False",
-		"FALSE", "off", "Off", "OFF", "~", "null", "Null", "NULL",
-		".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf",
-		"+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"};
 	const char *plain;
 	size_t i, pn;
 	uint64_t u;
@@ -1128,14 +1256,10 @@ static bool yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
 	if (n == 0)
 		return false; /* null */
 	c = s[0];
-	if (!(c == '+' || c == '-' || c == '.' || is_digit(c) ||
-	      strchr("yYnNtTfFoO~", c)))
+	if (!resolve_hint[(unsigned char)c])
 		return true;
-	if (n <= 6)
-		for (i = 0; i < sizeof(special) / sizeof(special[0]); i++)
-			if (strlen(special[i]) == n &&
-			    !memcmp(special[i], s, n))
-				return false;
+	if (yaml_resolve_map(s, n))
+		return false;
 	if (c == '.')
 		return !go_parse_float_ok(s, n, tmp2);
 	if (c != '+' && c != '-' && !is_digit(c))
@@ -1143,13 +1267,16 @@ static bool yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
 
 	if (yaml_is_timestamp(s, n))
 		return false;
-	buf_reset(tmp);
-	for (i = 0; i < n; i++)
-		if (s[i] != '_' && buf_addch(tmp, s[i]) < 0)
-			return true;
-	/* tmp->ptr may be NULL when s was all underscores */
-	plain = buf_cstr(tmp);
-	pn = tmp->len;
+	plain = s;
+	pn = n;
+	if (memchr(s, '_', n)) {
+		buf_reset(tmp);
+		for (i = 0; i < n; i++)
+			if (s[i] != '_' && buf_addch(tmp, s[i]) < 0)
+				return true;
+		plain = buf_cstr(tmp);
+		pn = tmp->len;
+	}
 	if (go_parse_int_ok(plain, pn, 0))
 		return false;
 	if (go_parse_uint(plain, pn, 0, &u) == GO_OK)
@@ -1200,6 +1327,9 @@ struct yemit {
 struct yscalar {
 	const unsigned char *v;
 	size_t n;
+	size_t chars; /* characters, i.e. columns */
+	bool invalid; /* not valid UTF-8: see utf8_sanitize() */
+	bool has_lf;
 	bool multiline;
 	bool flow_plain_allowed;
 	bool block_plain_allowed;
@@ -1209,10 +1339,7 @@ struct yscalar {
 
 static void y_add(struct yemit *e, const void *s, size_t n)
 {
-	int error;
-
-	if (!e->error && (error = buf_add(e->out, s, n)) < 0)
-		e->error = error;
+	out_add(e->out, &e->error, s, n);
 }
 
 static void put(struct yemit *e, char c)
@@ -1286,6 +1413,30 @@ static bool is_printable(const unsigned char *s, size_t n, size_t i)
 		!(b1 == 0xBF && (b2 == 0xBE || b2 == 0xBF)));
 }
 
+/* ASCII that the analysis below has nothing to say about past the start. */
+static const bool ascii_inert[256] = {
+	['!'] = 1, ['"'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1,
+	['/'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
+	['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, [';'] = 1,
+	['<'] = 1, ['='] = 1, ['>'] = 1, ['@'] = 1, ['A'] = 1, ['B'] = 1,
+	['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+	['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+	['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+	['\\'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['a'] = 1, ['b'] = 1,
+	['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+	['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+	['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+	['|'] = 1, ['~'] = 1,
+};
+
+static bool ascii_alnum(unsigned char c)
+{
+	return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
 static void yaml_emitter_analyze_scalar(struct yscalar *a,
 					const unsigned char *v, size_t n)
 {
@@ -1300,6 +1451,9 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
 
 	a->v = v;
 	a->n = n;
+	a->chars = 0;
+	a->invalid = false;
+	a->has_lf = false;
 	if (n == 0) {
 		a->multiline = false;
 		a->flow_plain_allowed = false;
@@ -1314,8 +1468,38 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
 		flow_indicators = true;
 	}
 	preceded_by_whitespace = true;
-	for (i = 0; i < n; i += w) {
+	i = 0;
+	if (ascii_alnum(v[0])) {
+		/* the common "web", "IfNotPresent", "8080": no look further */
+		for (i = 1; i < n && ascii_inert[v[i]]; i++)
+			;
+		a->chars = i;
+		preceded_by_whitespace = false;
+	}
+	for (; i < n; i += w) {
+		if (i > 0 && ascii_inert[v[i]]) {
+			/* printable, not blank, no indicator after the start */
+			for (w = 1; i + w < n && ascii_inert[v[i + w]]; w++)
+				;
+			a->chars += w;
+			previous_space = false;
+			previous_break = false;
+			preceded_by_whitespace = false;
+			continue;
+		}
+		a->chars++;
 		w = width(v[i]);
+		if (v[i] >= 0x80) {
+			uint32_t cp;
+
+			if (utf8_decode(v + i, n - i, &cp) == 1) {
+				/* the caller sanitizes and asks again */
+				a->invalid = true;
+				return;
+			}
+		} else if (v[i] == '\n') {
+			a->has_lf = true;
+		}
 		followed_by_whitespace = i + w >= n || is_blank(v, n, i + w);
 		if (i == 0) {
 			switch (v[i]) {
@@ -1444,8 +1628,14 @@ static void yaml_emitter_write_indent(struct yemit *e)
 	int indent = e->indent >= 0 ? e->indent : 0, k;
 
 	if (!e->indention || e->column > indent ||
-	    (e->column == indent && !e->whitespace))
-		put_break(e);
+	    (e->column == indent && !e->whitespace)) {
+		if (indent < 64) {
+			y_add(e, nl_spaces, (size_t)indent + 1);
+			e->column = indent;
+		} else {
+			put_break(e);
+		}
+	}
 	if (e->column < indent) {
 		for (k = indent - e->column; k > 0; k -= 64)
 			y_add(e, spaces64, (size_t)(k < 64 ? k : 64));
@@ -1459,7 +1649,7 @@ static void yaml_emitter_write_indicator(struct yemit *e, const char *ind,
 					 bool need_whitespace,
 					 bool is_whitespace, bool is_indention)
 {
-	size_t n = strlen(ind);
+	size_t n = ind[1] ? strlen(ind) : 1;
 
 	if (need_whitespace && !e->whitespace)
 		put(e, ' ');
@@ -1500,13 +1690,24 @@ static void write_break(struct yemit *e, const unsigned char *s, size_t n,
 
 static void yaml_emitter_write_plain_scalar(struct yemit *e,
 					    const unsigned char *s, size_t n,
-					    bool allow_breaks)
+					    size_t chars, bool allow_breaks)
 {
 	bool spaces = false, breaks = false;
 	size_t i = 0, run = 0;
 
 	if (!e->whitespace)
 		put(e, ' ');
+	if (!allow_breaks || (size_t)e->column + n <= BEST_WIDTH + 1) {
+		/*
+		 * A fold needs a space past column 80; plain text has no
+		 * line breaks (the analysis rules plain style out then).
+		 */
+		y_add(e, s, n);
+		e->column += (int)chars;
+		e->whitespace = false;
+		e->indention = false;
+		return;
+	}
 	while (i < n) {
 		if (s[i] == ' ') {
 			if (allow_breaks && !spaces &&
@@ -1742,52 +1943,87 @@ static void yaml_emitter_write_literal_scalar(struct yemit *e,
 	flush_run(e, s, &run, i < n ? i : n);
 }
 
-/* yaml_emitter_emit_scalar: choose the style and write the scalar. */
-static void y_scalar(struct yemit *e, const char *text, size_t n,
+/*
+ * yaml_emitter_emit_scalar: choose the style and write the scalar that `a`
+ * describes.
+ */
+static void y_scalar(struct yemit *e, const struct yscalar *a,
 		     enum yaml_style want)
 {
-	const unsigned char *s = (const unsigned char *)text;
-	struct yscalar a;
 	enum yaml_style style;
 	int indent = e->indent;
 	bool allow_breaks = !e->simple_key_context;
 
-	yaml_emitter_analyze_scalar(&a, s, n);
-	style = yaml_emitter_select_scalar_style(e, &a, want);
+	style = yaml_emitter_select_scalar_style(e, a, want);
 	/* yaml_emitter_increase_indent(flow = true, indentless = false) */
 	e->indent = e->indent < 0 ? BEST_INDENT : e->indent + BEST_INDENT;
 	switch (style) {
 	case Y_PLAIN:
-		yaml_emitter_write_plain_scalar(e, s, n, allow_breaks);
+		yaml_emitter_write_plain_scalar(e, a->v, a->n, a->chars,
+						allow_breaks);
 		break;
 	case Y_SINGLE:
-		yaml_emitter_write_single_quoted_scalar(e, s, n, allow_breaks);
+		yaml_emitter_write_single_quoted_scalar(e, a->v, a->n,
+							allow_breaks);
 		break;
 	case Y_DOUBLE:
-		yaml_emitter_write_double_quoted_scalar(e, s, n, allow_breaks);
+		yaml_emitter_write_double_quoted_scalar(e, a->v, a->n,
+							allow_breaks);
 		break;
 	case Y_LITERAL:
-		yaml_emitter_write_literal_scalar(e, s, n);
+		yaml_emitter_write_literal_scalar(e, a->v, a->n);
 		break;
 	}
 	e->indent = indent;
 }
 
 /*
- * go-yaml's encoder.stringv: the style it asks the emitter for. `s` is
- * valid UTF-8 (see utf8_sanitize).
+ * Analyze a string from the document; invalid UTF-8 is first replaced as
+ * Go's json.Marshal would (into e->str). ERR_NOMEM or 0.
  */
-static void y_string(struct yemit *e, const char *s, size_t n)
+static int y_analyze_string(struct yemit *e, struct yscalar *a,
+			    const char *s, size_t n)
 {
+	yaml_emitter_analyze_scalar(a, (const unsigned char *)s, n);
+	if (!a->invalid)
+		return 0;
+	s = utf8_sanitize(s, &n, &e->str);
+	if (!s)
+		return ERR_NOMEM;
+	yaml_emitter_analyze_scalar(a, (const unsigned char *)s, n);
+	return 0;
+}
+
+/*
+ * A number, bool or null: short ASCII that is always plain-safe ("-5",
+ * "1e+20", "-.inf") and never folds, so y_scalar() reduces to this.
+ */
+static void y_token(struct yemit *e, const char *s, size_t n)
+{
+	if (!e->whitespace)
+		put(e, ' ');
+	y_add(e, s, n);
+	e->column += (int)n;
+	e->whitespace = false;
+	e->indention = false;
+}
+
+/*
+ * go-yaml's encoder.stringv: the style it asks the emitter for, for the
+ * string that `a` describes (valid UTF-8, see utf8_sanitize).
+ */
+static void y_string(struct yemit *e, const struct yscalar *a)
+{
+	const char *s = (const char *)a->v;
 	enum yaml_style want;
 
-	if (memchr(s, '\n', n))
+	if (a->has_lf)
 		want = Y_LITERAL;
-	else if (yaml_plain_is_str(s, n, &e->num, &e->num2))
+	else if (yaml_plain_is_str(s, a->n, &e->num, &e->num2))
 		want = Y_PLAIN;
 	else
 		want = Y_DOUBLE;
-	y_scalar(e, s, n, want);
+	y_scalar(e, a, want);
 }
 
 static void y_set_context(struct yemit *e, bool root, bool sequence,
@@ -1801,52 +2037,57 @@ static void y_set_context(struct yemit *e, bool root, bool sequence,
 
 static int y_node(struct yemit *e, json_t *v, int depth);
 
+/* A key with a digit (or anything non-ASCII, which may be one). */
+static bool keys_need_presort(const struct okey *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->len; i++)
+		if (is_digit(k->key[i]) || (unsigned char)k->key[i] >= 0x80)
+			return true;
+	return false;
+}
+
 /* yaml_emitter_emit_block_mapping_key and _value, for every key. */
 static int y_mapping(struct yemit *e, json_t *v, int depth)
 {
-	size_t start, n, i, j;
+	size_t start, n, i;
 	int indent = e->indent, error;
 
 	if ((error = keystack_push(&e->ks, v, &start)) < 0)
 		return error;
 	n = e->ks.len - start;
 	/*
-	 * Bytewise first, so that a key set go-yaml cannot order (see
-	 * keys_sort) still prints the same whatever order the keys came in.
+	 * Only runs of digits can make go-yaml's order intransitive (see
+	 * keys_sort); for such key sets sort bytewise first, so that they
+	 * still print the same whatever order the keys came in.
 	 */
-	if ((error = keys_sort(&e->ks, e->ks.v + start, n,
-			       key_less_bytes)) < 0 ||
+	for (i = 0; i < n && !keys_need_presort(&e->ks.v[start + i]); i++)
+		;
+	if ((i < n && (error = keys_sort(&e->ks, e->ks.v + start, n,
+					 key_less_bytes)) < 0) ||
 	    (error = keys_sort(&e->ks, e->ks.v + start, n,
 			       key_less_yaml)) < 0)
 		goto out;
 	e->indent = e->indent < 0 ? 0 : e->indent + BEST_INDENT;
 	for (i = 0; i < n && !error && !e->error; i++) {
 		const struct okey *k = &e->ks.v[start + i];
-		const char *key = k->key;
-		size_t klen = k->len;
-		bool multiline;
+		struct yscalar a;
 
 		yaml_emitter_write_indent(e);
-		key = utf8_sanitize(key, &klen, &e->str);
-		if (!key) {
-			error = ERR_NOMEM;
+		if ((error = y_analyze_string(e, &a, k->key, k->len)) < 0)
 			break;
-		}
 		/* yaml_emitter_check_simple_key: one line, <= 128 bytes */
-		multiline = false;
-		for (j = 0; j < klen && !multiline; j++)
-			multiline = is_break((const unsigned char *)key, klen,
-					     j);
-		if (!multiline && klen <= 128) {
+		if (!a.multiline && a.n <= 128) {
 			y_set_context(e, false, false, true, true);
-			y_string(e, key, klen);
+			y_string(e, &a);
 			yaml_emitter_write_indicator(e, ":", false, false,
 						     false);
 		} else {
 			yaml_emitter_write_indicator(e, "?", true, false,
 						     true);
 			y_set_context(e, false, false, true, false);
-			y_string(e, key, klen);
+			y_string(e, &a);
 			yaml_emitter_write_indent(e);
 			yaml_emitter_write_indicator(e, ":", true, false,
 						     true);
@@ -1904,30 +2145,30 @@ static int y_node(struct yemit *e, json_t *v, int depth)
 		return json_is_object(v) ? y_mapping(e, v, depth)
 					 : y_sequence(e, v, depth);
 	case JSON_STRING: {
+		const char *s = json_string_value(v);
 		size_t n = json_string_length(v);
-		const char *s = utf8_sanitize(json_string_value(v), &n,
-					      &e->str);
+		struct yscalar a;
+		int error = y_analyze_string(e, &a, s, n);
 
-		if (!s)
-			return ERR_NOMEM;
-		y_string(e, s, n);
+		if (error < 0)
+			return error;
+		y_string(e, &a);
 		break;
 	}
 	case JSON_INTEGER:
-		y_scalar(e, num, fmt_int(num, json_integer_value(v)), Y_PLAIN);
+		y_token(e, num, fmt_int(num, json_integer_value(v)));
 		break;
 	case JSON_REAL:
-		y_scalar(e, num, fmt_yaml_real(num, json_real_value(v)),
-			 Y_PLAIN);
+		y_token(e, num, fmt_yaml_real(num, json_real_value(v)));
 		break;
 	case JSON_TRUE:
-		y_scalar(e, "true", 4, Y_PLAIN);
+		y_token(e, "true", 4);
 		break;
 	case JSON_FALSE:
-		y_scalar(e, "false", 5, Y_PLAIN);
+		y_token(e, "false", 5);
 		break;
 	case JSON_NULL:
-		y_scalar(e, "null", 4, Y_PLAIN);
+		y_token(e, "null", 4);
 		break;
 	}
 	return e->error;

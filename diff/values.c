@@ -53,7 +53,7 @@ static int parse_suffix(const char *s, int *dec_exp, int *bin_pow)
 	if (!s[0])
 		return 0;
 	if (s[1] == '\0' && s[0] != ' ' && (p = strchr(dec, s[0]))) {
-		/* n u m are 10^-9 10^-6 10^-3; k M G T P E are 10^3 .. 10^18. */
+		/* n u m: 10^-9 10^-6 10^-3; k M G T P E: 10^3 .. 10^18. */
 		*dec_exp = ((int)(p - dec) - 3) * 3;
 		return 0;
 	}
@@ -284,7 +284,8 @@ static bool number_equal(const json_t *a, const json_t *b)
 	if (json_is_real(a) && json_is_real(b))
 		return json_real_value(a) == json_real_value(b);
 	if (json_is_integer(a))
-		return int_real_equal(json_integer_value(a), json_real_value(b));
+		return int_real_equal(json_integer_value(a),
+				      json_real_value(b));
 	return int_real_equal(json_integer_value(b), json_real_value(a));
 }
 
@@ -297,11 +298,12 @@ static bool object_equal(const json_t *a, const json_t *b, bool quantity)
 	/* jansson's iterators take a non-const object; nothing is changed. */
 	for (it = json_object_iter((json_t *)a); it;
 	     it = json_object_iter_next((json_t *)a, it)) {
-		const json_t *bv = json_object_getn(
-			b, json_object_iter_key(it), json_object_iter_key_len(it));
+		const json_t *bv =
+			json_object_getn(b, json_object_iter_key(it),
+					 json_object_iter_key_len(it));
 
-		if (!bv || !diff_value_equal(json_object_iter_value(it), bv,
-					     quantity))
+		if (!bv ||
+		    !diff_value_equal(json_object_iter_value(it), bv, quantity))
 			return false;
 	}
 	return true;
@@ -314,8 +316,8 @@ static bool array_equal(const json_t *a, const json_t *b, bool quantity)
 	if (n != json_array_size(b))
 		return false;
 	for (i = 0; i < n; i++)
-		if (!diff_value_equal(json_array_get(a, i), json_array_get(b, i),
-				      quantity))
+		if (!diff_value_equal(json_array_get(a, i),
+				      json_array_get(b, i), quantity))
 			return false;
 	return true;
 }

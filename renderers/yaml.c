@@ -25,6 +25,15 @@
  *     wherever the explicit key is written (the YAML merge spec; go-yaml v2
  *     lets a later << override an earlier explicit key).
  *   - JSON integers beyond int64 are errors (jansson cannot hold them).
+ *   - a null map key is an error, as in sigs.k8s.io/yaml ("unsupported
+ *     map key of type"); a uint64 key becomes its decimal text (there
+ *     sigs.k8s.io/yaml refuses it too).
+ *   - a tag or collection on a mapping or sequence must fit it (!!seq on a
+ *     mapping is an error; go-yaml v2 ignores such tags).
+ *
+ * libyaml's scanner and go-yaml's Go port of it disagree on a few flow
+ * corner cases: "[a:]" is an error here (go-yaml reads "a:"), and "[!, x]"
+ * is ["", "x"] here (an error or ["x"] for go-yaml).
  *
  * Number parsing uses strtod()/snprintf(): syncd never changes LC_NUMERIC.
  */
@@ -53,12 +62,12 @@
 /*
  * Record "<name>:<line>:<column>: <message>" in err and return code.
  */
-static int fail_at(struct err *err, int code, const char *name,
-		   unsigned line, unsigned col, const char *fmt, ...)
+static int fail_at(struct err *err, int code, const char *name, unsigned line,
+		   unsigned col, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
-static int fail_at(struct err *err, int code, const char *name,
-		   unsigned line, unsigned col, const char *fmt, ...)
+static int fail_at(struct err *err, int code, const char *name, unsigned line,
+		   unsigned col, const char *fmt, ...)
 {
 	struct buf msg = BUF_INIT;
 	va_list ap;
@@ -108,8 +117,8 @@ static void offset_position(const char *data, size_t len, size_t off,
 	for (size_t i = 0; i < off; i++) {
 		unsigned char b = (unsigned char)data[i];
 
-		if (b == '\n' || (b == '\r' && (i + 1 >= len ||
-						data[i + 1] != '\n'))) {
+		if (b == '\n' ||
+		    (b == '\r' && (i + 1 >= len || data[i + 1] != '\n'))) {
 			l++;
 			c = 1;
 		} else if ((b & 0xC0) != 0x80 && b != '\r') {
@@ -223,8 +232,8 @@ static int go_parse_uint(const char *s, size_t n, int base, uint64_t *out)
 	return 0;
 }
 
-/* strconv.ParseInt(s, 0, 64). Returns 0, -1 (syntax) or -2 (range). */
-static int go_parse_int(const char *s, size_t n, int64_t *out)
+/* strconv.ParseInt(s, base, 64). Returns 0, -1 (syntax) or -2 (range). */
+static int go_parse_int(const char *s, size_t n, int base, int64_t *out)
 {
 	bool neg = false;
 	uint64_t u;
@@ -235,7 +244,7 @@ static int go_parse_int(const char *s, size_t n, int64_t *out)
 		s++;
 		n--;
 	}
-	if ((rc = go_parse_uint(s, n, 0, &u)) < 0)
+	if ((rc = go_parse_uint(s, n, base, &u)) < 0)
 		return rc;
 	if (!neg && u > (uint64_t)INT64_MAX)
 		return -2;
@@ -517,9 +526,10 @@ static bool is_timestamp(const char *s, size_t n)
 		if (p < end && *p == 'Z') {
 			p++;
 		} else {
+			/* Offsets are not range-checked (Go 1.19 does not). */
 			if (end - p < 6 || (*p != '+' && *p != '-') ||
 			    p[3] != ':' || !ts_two(p + 1, &th) ||
-			    !ts_two(p + 4, &tm) || th > 24 || tm > 60)
+			    !ts_two(p + 4, &tm))
 				return false;
 			p += 6;
 		}
@@ -671,7 +681,7 @@ struct rval {
 };
 
 enum tag_kind {
-	TAG_NONE,      /* no tag */
+	TAG_NONE, /* no tag */
 	TAG_STR,
 	TAG_INT,
 	TAG_FLOAT,
@@ -695,12 +705,12 @@ static enum tag_kind tag_classify(const char *tag)
 		const char *name;
 		enum tag_kind kind;
 	} std[] = {
-		{"str", TAG_STR},     {"int", TAG_INT},
-		{"float", TAG_FLOAT}, {"bool", TAG_BOOL},
-		{"null", TAG_NULL},   {"timestamp", TAG_TIMESTAMP},
+		{"str", TAG_STR},	{"int", TAG_INT},
+		{"float", TAG_FLOAT},	{"bool", TAG_BOOL},
+		{"null", TAG_NULL},	{"timestamp", TAG_TIMESTAMP},
 		{"binary", TAG_BINARY}, {"merge", TAG_MERGE},
-		{"map", TAG_MAP},     {"set", TAG_SET},
-		{"seq", TAG_SEQ},     {"omap", TAG_OMAP},
+		{"map", TAG_MAP},	{"set", TAG_SET},
+		{"seq", TAG_SEQ},	{"omap", TAG_OMAP},
 		{"pairs", TAG_PAIRS},
 	};
 	size_t plen = sizeof(STD_TAG_PREFIX) - 1;
@@ -768,24 +778,24 @@ static bool resolve_map(const char *s, size_t n, struct rval *r)
 		enum rkind kind;
 		int v; /* bool value; float: 1 +inf, -1 -inf, 0 nan */
 	} map[] = {
-		{"y", RK_BOOL, 1},      {"Y", RK_BOOL, 1},
-		{"yes", RK_BOOL, 1},    {"Yes", RK_BOOL, 1},
-		{"YES", RK_BOOL, 1},    {"true", RK_BOOL, 1},
-		{"True", RK_BOOL, 1},   {"TRUE", RK_BOOL, 1},
-		{"on", RK_BOOL, 1},     {"On", RK_BOOL, 1},
-		{"ON", RK_BOOL, 1},     {"n", RK_BOOL, 0},
-		{"N", RK_BOOL, 0},      {"no", RK_BOOL, 0},
-		{"No", RK_BOOL, 0},     {"NO", RK_BOOL, 0},
-		{"false", RK_BOOL, 0},  {"False", RK_BOOL, 0},
-		{"FALSE", RK_BOOL, 0},  {"off", RK_BOOL, 0},
-		{"Off", RK_BOOL, 0},    {"OFF", RK_BOOL, 0},
-		{"", RK_NULL, 0},       {"~", RK_NULL, 0},
-		{"null", RK_NULL, 0},   {"Null", RK_NULL, 0},
-		{"NULL", RK_NULL, 0},   {".nan", RK_FLOAT, 0},
-		{".NaN", RK_FLOAT, 0},  {".NAN", RK_FLOAT, 0},
-		{".inf", RK_FLOAT, 1},  {".Inf", RK_FLOAT, 1},
-		{".INF", RK_FLOAT, 1},  {"+.inf", RK_FLOAT, 1},
-		{"+.Inf", RK_FLOAT, 1}, {"+.INF", RK_FLOAT, 1},
+		{"y", RK_BOOL, 1},	 {"Y", RK_BOOL, 1},
+		{"yes", RK_BOOL, 1},	 {"Yes", RK_BOOL, 1},
+		{"YES", RK_BOOL, 1},	 {"true", RK_BOOL, 1},
+		{"True", RK_BOOL, 1},	 {"TRUE", RK_BOOL, 1},
+		{"on", RK_BOOL, 1},	 {"On", RK_BOOL, 1},
+		{"ON", RK_BOOL, 1},	 {"n", RK_BOOL, 0},
+		{"N", RK_BOOL, 0},	 {"no", RK_BOOL, 0},
+		{"No", RK_BOOL, 0},	 {"NO", RK_BOOL, 0},
+		{"false", RK_BOOL, 0},	 {"False", RK_BOOL, 0},
+		{"FALSE", RK_BOOL, 0},	 {"off", RK_BOOL, 0},
+		{"Off", RK_BOOL, 0},	 {"OFF", RK_BOOL, 0},
+		{"", RK_NULL, 0},	 {"~", RK_NULL, 0},
+		{"null", RK_NULL, 0},	 {"Null", RK_NULL, 0},
+		{"NULL", RK_NULL, 0},	 {".nan", RK_FLOAT, 0},
+		{".NaN", RK_FLOAT, 0},	 {".NAN", RK_FLOAT, 0},
+		{".inf", RK_FLOAT, 1},	 {".Inf", RK_FLOAT, 1},
+		{".INF", RK_FLOAT, 1},	 {"+.inf", RK_FLOAT, 1},
+		{"+.Inf", RK_FLOAT, 1},	 {"+.INF", RK_FLOAT, 1},
 		{"-.inf", RK_FLOAT, -1}, {"-.Inf", RK_FLOAT, -1},
 		{"-.INF", RK_FLOAT, -1},
 	};
@@ -849,19 +859,22 @@ static int resolve_plain(struct buf *scratch, const char *s, size_t n,
 		r->kind = RK_TIMESTAMP;
 		return 0;
 	}
-	if (go_parse_int(p, m, &r->i) == 0) {
+	if (go_parse_int(p, m, 0, &r->i) == 0) {
 		r->kind = RK_INT;
 	} else if (go_parse_uint(p, m, 0, &r->u) == 0) {
 		r->kind = RK_UINT;
 	} else if (yaml_float_syntax(p, m) && parse_float(p, &r->f)) {
 		r->kind = RK_FLOAT;
+	} else if (m > 2 && p[0] == '0' && p[1] == 'b' &&
+		   go_parse_int(p + 2, m - 2, 2, &r->i) == 0) {
+		/*
+		 * go-yaml v2 retries "0b<digits>" with ParseInt(digits, 2),
+		 * which takes a sign: "0b-101" is -5. (Its "-0b" retry
+		 * accepts nothing that ParseInt(s, 0) did not.)
+		 */
+		r->kind = RK_INT;
 	}
-	/*
-	 * go-yaml v2 then retries "0b..." and "-0b..." as binary; Go's
-	 * ParseInt with base 0 already accepted both above, so nothing is
-	 * left for that step. Anything else is a string (including numbers
-	 * too large for a float64, such as 1e400).
-	 */
+	/* Anything else is a string, even a float too large, like 1e400. */
 	return 0;
 }
 
@@ -870,8 +883,8 @@ static int resolve_plain(struct buf *scratch, const char *s, size_t n,
 
 struct anchor {
 	char *name;
-	json_t *value;  /* NULL while the anchored node is being built */
-	size_t nodes;   /* nodes a copy produces */
+	json_t *value; /* NULL while the anchored node is being built */
+	size_t nodes;  /* nodes a copy produces */
 	unsigned height;
 };
 
@@ -885,16 +898,16 @@ enum frame_kind { FRAME_DOC, FRAME_SEQ, FRAME_MAP };
 
 struct frame {
 	enum frame_kind kind;
-	json_t *value;     /* array or object; the root for FRAME_DOC */
-	json_t *merged;    /* keys from <<, applied at the end; or NULL */
-	size_t anchor;     /* 1 + index in anchors, 0: none */
-	size_t nodes;      /* nodes in this subtree */
-	unsigned height;   /* 1 + height of the highest child */
+	json_t *value;	 /* array or object; the root for FRAME_DOC */
+	json_t *merged;	 /* keys from <<, applied at the end; or NULL */
+	size_t anchor;	 /* 1 + index in anchors, 0: none */
+	size_t nodes;	 /* nodes in this subtree */
+	unsigned height; /* 1 + height of the highest child */
 	unsigned line, col;
-	size_t keys_base;  /* nkeys when this mapping started */
-	size_t text_base;  /* key_text.len when this mapping started */
-	bool have_key;     /* a key was read; its value comes next */
-	bool merge;        /* ... and that key is << */
+	size_t keys_base; /* nkeys when this mapping started */
+	size_t text_base; /* key_text.len when this mapping started */
+	bool have_key;	  /* a key was read; its value comes next */
+	bool merge;	  /* ... and that key is << */
 };
 
 struct yparse {
@@ -913,13 +926,14 @@ struct yparse {
 	size_t nkeys, keys_alloc;
 	struct buf key_text;
 
-	struct buf scratch;  /* number text without underscores */
-	struct buf binary;   /* decoded !!binary */
-	size_t alias_nodes;  /* nodes produced by aliases so far */
+	struct buf scratch; /* number text without underscores */
+	struct buf binary;  /* decoded !!binary */
+	size_t alias_nodes; /* nodes produced by aliases so far */
 };
 
 static int fail_mark(struct yparse *st, int code, const yaml_mark_t *m,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		     const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 static int fail_mark(struct yparse *st, int code, const yaml_mark_t *m,
 		     const char *fmt, ...)
@@ -977,9 +991,9 @@ static int anchor_add(struct yparse *st, const char *name, json_t *value,
 	a = &st->anchors[st->nanchors];
 	if (!(a->name = strdup(name)))
 		return ERR_NOMEM;
-	if (json_object_set_new_nocheck(st->anchor_index, name,
-					json_integer((json_int_t)
-							     st->nanchors)) < 0) {
+	if (json_object_set_new_nocheck(
+		    st->anchor_index, name,
+		    json_integer((json_int_t)st->nanchors)) < 0) {
 		free(a->name);
 		return ERR_NOMEM;
 	}
@@ -1112,11 +1126,12 @@ static int merge_one(struct frame *f, json_t *src)
 }
 
 /*
- * The value of a << key: a mapping, or a sequence of mappings (aliases
- * already expanded). Takes the reference to v.
+ * The value of a << key: a mapping, an alias to a mapping, or a sequence
+ * (not an alias to one, as go-yaml v2 checks) of those, aliases already
+ * expanded. Takes the reference to v.
  */
 static int merge_value(struct yparse *st, struct frame *f, json_t *v,
-		       const yaml_mark_t *m)
+		       bool alias, const yaml_mark_t *m)
 {
 	int error = 0;
 	size_t i;
@@ -1127,7 +1142,7 @@ static int merge_value(struct yparse *st, struct frame *f, json_t *v,
 			error = fail_nomem(st, m);
 		goto out;
 	}
-	if (json_is_array(v)) {
+	if (json_is_array(v) && !alias) {
 		json_array_foreach(v, i, el)
 		{
 			if (!json_is_object(el))
@@ -1153,10 +1168,11 @@ out:
 
 /*
  * Attach a finished node to the frame on top. Takes the reference to v,
- * even on failure. `nodes` and `height` describe the node's subtree.
+ * even on failure. `nodes` and `height` describe the node's subtree;
+ * `alias` says it is the copy an alias made.
  */
-static int node_add(struct yparse *st, json_t *v, size_t nodes,
-		    unsigned height, const yaml_mark_t *m)
+static int node_add(struct yparse *st, json_t *v, size_t nodes, unsigned height,
+		    bool alias, const yaml_mark_t *m)
 {
 	struct frame *f = frame_top(st);
 	int error = 0;
@@ -1174,14 +1190,14 @@ static int node_add(struct yparse *st, json_t *v, size_t nodes,
 		break;
 	case FRAME_MAP:
 		if (f->merge) {
-			if ((error = merge_value(st, f, v, m)) < 0)
+			if ((error = merge_value(st, f, v, alias, m)) < 0)
 				return error;
 		} else {
 			struct key_entry *e = &st->keys[st->nkeys - 1];
 
 			if (json_object_setn_new_nocheck(
-				    f->value, st->key_text.ptr + e->off,
-				    e->len, v) < 0)
+				    f->value, st->key_text.ptr + e->off, e->len,
+				    v) < 0)
 				return fail_nomem(st, m);
 		}
 		f->have_key = false;
@@ -1297,13 +1313,12 @@ static int rval_json(struct yparse *st, const struct rval *r, const char *s,
 		break;
 	case RK_FLOAT:
 		if (isnan(r->f) || isinf(r->f))
-			return fail_mark(st, ERR_PARSE, m,
-					 "%s cannot be represented in JSON "
-					 "(%s)",
-					 excerpt(ex, sizeof(ex), orig,
-						 orig_len),
-					 isnan(r->f) ? "not a number"
-						     : "infinity");
+			return fail_mark(
+				st, ERR_PARSE, m,
+				"%s cannot be represented in JSON "
+				"(%s)",
+				excerpt(ex, sizeof(ex), orig, orig_len),
+				isnan(r->f) ? "not a number" : "infinity");
 		v = number_json(r->f);
 		break;
 	case RK_STR:
@@ -1322,8 +1337,8 @@ static int rval_json(struct yparse *st, const struct rval *r, const char *s,
 }
 
 /* A resolved scalar as a JSON object key (sigs.k8s.io/yaml's rules). */
-static void rval_key(const struct rval *r, const char *s, size_t n,
-		     char *tmp, size_t size, const char **key, size_t *len)
+static void rval_key(const struct rval *r, const char *s, size_t n, char *tmp,
+		     size_t size, const char **key, size_t *len)
 {
 	switch (r->kind) {
 	case RK_STR:
@@ -1364,38 +1379,47 @@ static int on_scalar(struct yparse *st, const yaml_event_t *ev)
 	char tmp[64];
 	json_t *v = NULL;
 	struct rval r;
-	int error;
+	int error = 0;
 
+	/* go-yaml's isMerge: "<<" plain and untagged (or "!"), or !!merge. */
 	if (is_key && n == 2 && !memcmp(s, "<<", 2) &&
 	    (ev->data.scalar.plain_implicit ||
 	     tag_classify((const char *)ev->data.scalar.tag) == TAG_MERGE)) {
-		if (anchor) {
-			if (!(v = json_string("<<")) ||
-			    anchor_add(st, anchor, v, &idx) < 0) {
-				json_decref(v);
-				return fail_nomem(st, m);
-			}
-			json_decref(v);
+		if (anchor && (!(v = json_string("<<")) ||
+			       anchor_add(st, anchor, v, &idx) < 0)) {
+			error = fail_nomem(st, m);
+			goto out;
 		}
 		f->have_key = true;
 		f->merge = true;
-		return 0;
+		goto out;
 	}
 	if ((error = scalar_resolve(st, ev, &r, &text, &len)) < 0)
-		return error;
+		goto out;
 	if (anchor || !is_key) {
 		if ((error = rval_json(st, &r, text, len, s, n, m, &v)) < 0)
-			return error;
+			goto out;
 		if (anchor && anchor_add(st, anchor, v, &idx) < 0) {
-			json_decref(v);
-			return fail_nomem(st, m);
+			error = fail_nomem(st, m);
+			goto out;
 		}
 	}
-	if (!is_key)
-		return node_add(st, v, 1, 0, m);
-	json_decref(v);
+	if (!is_key) {
+		error = node_add(st, v, 1, 0, false, m);
+		v = NULL; /* node_add took it */
+		goto out;
+	}
+	if (r.kind == RK_NULL) {
+		/* As sigs.k8s.io/yaml: "unsupported map key of type <nil>". */
+		error = fail_mark(st, ERR_PARSE, m,
+				  "a mapping key cannot be null");
+		goto out;
+	}
 	rval_key(&r, text, len, tmp, sizeof(tmp), &key, &key_len);
-	return key_add(st, key, key_len, m);
+	error = key_add(st, key, key_len, m);
+out:
+	json_decref(v);
+	return error;
 }
 
 /* A key given by an alias: the anchored value, stringified. */
@@ -1421,8 +1445,8 @@ static int alias_key(struct yparse *st, const json_t *v, const yaml_mark_t *m)
 		snprintf(tmp, sizeof(tmp), "false");
 		break;
 	case JSON_NULL:
-		snprintf(tmp, sizeof(tmp), "null");
-		break;
+		return fail_mark(st, ERR_PARSE, m,
+				 "a mapping key cannot be null");
 	default:
 		return fail_mark(st, ERR_PARSE, m,
 				 "a mapping key must be a scalar, not a %s",
@@ -1459,17 +1483,17 @@ static int on_alias(struct yparse *st, const yaml_event_t *ev)
 				 RENDER_MAX_DEPTH);
 	if (!(copy = json_deep_copy(a->value)))
 		return fail_nomem(st, m);
-	return node_add(st, copy, a->nodes, a->height, m);
+	return node_add(st, copy, a->nodes, a->height, true, m);
 }
 
 static int on_collection_start(struct yparse *st, const yaml_event_t *ev)
 {
 	bool is_map = ev->type == YAML_MAPPING_START_EVENT;
 	const char *tag = (const char *)(is_map ? ev->data.mapping_start.tag
-					 : ev->data.sequence_start.tag);
+						: ev->data.sequence_start.tag);
 	const char *anchor =
 		(const char *)(is_map ? ev->data.mapping_start.anchor
-			       : ev->data.sequence_start.anchor);
+				      : ev->data.sequence_start.anchor);
 	const yaml_mark_t *m = &ev->start_mark;
 	struct frame *f = frame_top(st);
 	enum tag_kind tk = tag_classify(tag);
@@ -1511,6 +1535,7 @@ static int on_collection_end(struct yparse *st, const yaml_event_t *ev)
 	yaml_mark_t start = ev->start_mark;
 	const char *k;
 	json_t *v;
+	int error = 0;
 
 	st->nframes--;
 	start.line = f.line - 1;
@@ -1518,19 +1543,18 @@ static int on_collection_end(struct yparse *st, const yaml_event_t *ev)
 	if (f.kind == FRAME_MAP) {
 		st->nkeys = f.keys_base;
 		buf_truncate(&st->key_text, f.text_base);
+		/* Keys from << only where no explicit key is. */
 		if (f.merged) {
-			/* Explicit keys win over merged ones. */
 			json_object_foreach(f.merged, k, v)
 			{
 				if (json_object_get(f.value, k))
 					continue;
-				if (json_object_set_nocheck(f.value, k, v) < 0) {
-					json_decref(f.merged);
-					json_decref(f.value);
-					return fail_nomem(st, &start);
+				if (json_object_set_nocheck(f.value, k, v) <
+				    0) {
+					error = fail_nomem(st, &start);
+					goto out;
 				}
 			}
-			json_decref(f.merged);
 		}
 	}
 	if (f.anchor) {
@@ -1540,7 +1564,12 @@ static int on_collection_end(struct yparse *st, const yaml_event_t *ev)
 		a->nodes = f.nodes;
 		a->height = f.height;
 	}
-	return node_add(st, f.value, f.nodes, f.height, &start);
+	error = node_add(st, f.value, f.nodes, f.height, false, &start);
+	f.value = NULL; /* node_add took it */
+out:
+	json_decref(f.merged);
+	json_decref(f.value);
+	return error;
 }
 
 static int on_document_end(struct yparse *st)
@@ -1604,8 +1633,7 @@ static int libyaml_error(struct yparse *st, const yaml_parser_t *p,
 			return fail_at(st->err, ERR_PARSE, st->name, line, col,
 				       "%s (U+%04X%s)", problem,
 				       (unsigned)p->problem_value,
-				       p->problem_value ? ""
-							: ", a NUL byte");
+				       p->problem_value ? "" : ", a NUL byte");
 		return fail_at(st->err, ERR_PARSE, st->name, line, col,
 			       "%s (byte 0x%02X)", problem,
 			       (unsigned)p->problem_value);
@@ -1648,9 +1676,8 @@ static int parse_yaml(struct render_docs *out, const char *data, size_t len,
 		goto out;
 	}
 	parser_ok = true;
-	yaml_parser_set_input_string(&parser,
-				     (const unsigned char *)(data ? data : ""),
-				     len);
+	yaml_parser_set_input_string(
+		&parser, (const unsigned char *)(data ? data : ""), len);
 	while (!done) {
 		if (!yaml_parser_parse(&parser, &ev)) {
 			error = libyaml_error(&st, &parser, data, len);
@@ -1711,7 +1738,8 @@ static int json_normalize(json_t *v, unsigned depth)
 			if (json_is_real(c)) {
 				json_t *n = number_json(json_real_value(c));
 
-				if (!n || json_object_iter_set_new(v, it, n) < 0)
+				if (!n ||
+				    json_object_iter_set_new(v, it, n) < 0)
 					return ERR_NOMEM;
 			} else if ((error = json_normalize(c, depth + 1)) < 0) {
 				return error;
@@ -1755,10 +1783,18 @@ static int parse_json(struct render_docs *out, const char *data, size_t len,
 		if (pos == len)
 			break;
 		if (!(v = json_loadb(data + pos, len - pos, flags, &jerr))) {
-			size_t at = pos + (jerr.position > 0
-						   ? (size_t)jerr.position - 1
-						   : 0);
 			enum json_error_code code = json_error_code(&jerr);
+			size_t at =
+				pos +
+				(size_t)(jerr.position > 0 ? jerr.position : 0);
+
+			/*
+			 * jansson's position is just past the token it
+			 * complains about; for a bad UTF-8 byte it is the
+			 * offset of that byte.
+			 */
+			if (code != json_error_invalid_utf8 && at > pos)
+				at--;
 
 			offset_position(data, len, at, &line, &col);
 			if (code == json_error_null_character)
@@ -1790,6 +1826,16 @@ static int parse_json(struct render_docs *out, const char *data, size_t len,
 		cur_off = pos;
 		cur_line = line;
 		cur_col = col;
+		if (json_is_real(v)) {
+			json_t *n = number_json(json_real_value(v));
+
+			json_decref(v);
+			if (!(v = n)) {
+				error = fail_at(err, ERR_NOMEM, name, line, col,
+						"out of memory");
+				goto out;
+			}
+		}
 		if ((error = json_normalize(v, 1)) < 0) {
 			json_decref(v);
 			if (error == ERR_LIMIT)

@@ -108,9 +108,8 @@ void err_move(struct err *dst, struct err *src)
 			n += p[n] == '\n';
 			kept--;
 		}
-		if (buf_add(&dst->msg, p, n) == 0 && n && p[n - 1] != '\n' &&
-		    buf_addch(&dst->msg, '\n') < 0)
-			buf_truncate(&dst->msg, dst->msg.len - n);
+		if (buf_add(&dst->msg, p, n) == 0 && n && p[n - 1] != '\n')
+			buf_addch(&dst->msg, '\n');
 		dst->count += src->count;
 	}
 	err_reset(src);

@@ -21,8 +21,9 @@
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 static const char *const sensitive_keys[] = {
-	"password", "passwd", "secret", "token", "authorization", "credential",
-	"cookie", "apikey", "api_key", "private_key", "privatekey",
+	"password",	 "passwd",	"secret",     "token",
+	"authorization", "credential",	"cookie",     "apikey",
+	"api_key",	 "private_key", "privatekey",
 };
 
 static const char redacted[] = "[REDACTED]";
@@ -173,8 +174,8 @@ static void add_escaped(struct buf *b, const char *s, size_t len)
 
 static bool is_sensitive(const char *key)
 {
-	for (size_t i = 0;
-	     i < sizeof(sensitive_keys) / sizeof(*sensitive_keys); i++)
+	for (size_t i = 0; i < sizeof(sensitive_keys) / sizeof(*sensitive_keys);
+	     i++)
 		if (strcasestr(key, sensitive_keys[i]))
 			return true;
 	return false;
@@ -240,21 +241,25 @@ static void add_string(struct buf *b, enum log_format fmt, const char *s,
 	}
 }
 
-static void add_field(struct buf *b, struct buf *scratch,
-		      enum log_format fmt, const char *key, const char *value)
+static bool is_key_char(char c)
 {
-	char k[MAX_KEY + 1];
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '/' ||
+	       c == '-';
+}
+
+static void add_field(struct buf *b, struct buf *scratch, enum log_format fmt,
+		      const char *key, const char *value)
+{
+	char k[MAX_KEY + 2];
 	size_t n = 0;
 
-	for (; key[n] && n < MAX_KEY; n++) {
-		char c = key[n];
-
-		k[n] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				       (c >= '0' && c <= '9') || c == '_' ||
-				       c == '.' || c == '/' || c == '-'
-			       ? c
-			       : '_';
-	}
+	/* A field must not pass for one of the line's own. */
+	if (!strcmp(key, "time") || !strcmp(key, "level") ||
+	    !strcmp(key, "msg"))
+		k[n++] = '_';
+	for (const char *p = key; *p && n < MAX_KEY + 1; p++)
+		k[n++] = is_key_char(*p) ? *p : '_';
 	if (!n)
 		k[n++] = '_';
 	k[n] = '\0';
@@ -275,9 +280,8 @@ static void add_field(struct buf *b, struct buf *scratch,
 	}
 }
 
-static void format_line(struct buf *b, enum log_format fmt,
-			enum log_level lvl, const char *const *args,
-			size_t nargs)
+static void format_line(struct buf *b, enum log_format fmt, enum log_level lvl,
+			const char *const *args, size_t nargs)
 {
 	struct buf scratch = BUF_INIT;
 	const char *msg = nargs && args[0] ? args[0] : "";
@@ -322,6 +326,8 @@ void log_msg_array(enum log_level lvl, const char *const *args, size_t nargs)
 		return;
 	if ((int)lvl > LOG_ERROR)
 		lvl = LOG_ERROR;
+	if ((int)lvl < LOG_DEBUG)
+		lvl = LOG_DEBUG;
 	fmt = atomic_load_explicit(&cur_format, memory_order_relaxed) ==
 			      LOG_FORMAT_JSON
 		      ? LOG_FORMAT_JSON

@@ -6,15 +6,16 @@
  *
  * A call names an event and adds string fields:
  *
- *   log_info("synced app", "app", app, "revision", rev, NULL);
+ *   log_info("synced app", "app", app, "rev", rev, NULL);
  *
  * and writes one line, as logfmt (the default)
  *
- *   time=2026-11-29T10:00:00.123Z level=info msg="synced app" app=web revision=abc
+ *   time=2026-11-29T10:00:00.123Z level=info msg="synced app" app=web rev=a1
  *
- * or as JSON
+ * or as JSON (one line, wrapped here)
  *
- *   {"time":"2026-11-29T10:00:00.123Z","level":"info","msg":"synced app","app":"web","revision":"abc"}
+ *   {"time":"2026-11-29T10:00:00.123Z","level":"info","msg":"synced app",
+ *   "app":"web","rev":"a1"}
  *
  * time is UTC with milliseconds. A logfmt value is quoted when it holds a
  * space, '=', '"', a control character or invalid UTF-8; inside quotes (and
@@ -35,7 +36,9 @@
  *     "https://token@host/...") is replaced by REDACTED in `msg` and in
  *     every value, so a Git remote URL can be logged as is.
  *   - Keys are restricted to [A-Za-z0-9_./-] (other bytes become '_'), so
- *     a value passed by mistake as a key cannot break the line's syntax.
+ *     a value passed by mistake as a key cannot break the line's syntax;
+ *     the keys time, level and msg become _time, _level and _msg, so a
+ *     field cannot pass for the line's own.
  *   - Values longer than LOG_VALUE_MAX bytes are cut (at a UTF-8 character
  *     boundary) and end in "...(truncated)".
  *
@@ -101,8 +104,7 @@ void log_msg(enum log_level lvl, const char *msg, ...)
  * values; the list ends at a NULL key or after nargs entries (a key
  * without a value gets an empty one).
  */
-void log_msg_array(enum log_level lvl, const char *const *args,
-		   size_t nargs);
+void log_msg_array(enum log_level lvl, const char *const *args, size_t nargs);
 
 /*
  * log_info(msg, key, value, ..., NULL) and friends. Every argument must be
@@ -111,27 +113,27 @@ void log_msg_array(enum log_level lvl, const char *const *args,
  * key/value pairs, NULL"). At most LOG_MAX_FIELDS pairs.
  */
 #define log_debug(...) LOG_CALL_(LOG_DEBUG, __VA_ARGS__)
-#define log_info(...) LOG_CALL_(LOG_INFO, __VA_ARGS__)
-#define log_warn(...) LOG_CALL_(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  LOG_CALL_(LOG_INFO, __VA_ARGS__)
+#define log_warn(...)  LOG_CALL_(LOG_WARN, __VA_ARGS__)
 #define log_error(...) LOG_CALL_(LOG_ERROR, __VA_ARGS__)
 
 /* Implementation of the macros above. */
-#define LOG_CALL_(lvl, ...)                                                  \
-	log_msg_array((lvl), (const char *const[]){__VA_ARGS__},             \
-		      LOG_NARGS_(__VA_ARGS__) +                              \
+#define LOG_CALL_(lvl, ...)                                      \
+	log_msg_array((lvl), (const char *const[]){__VA_ARGS__}, \
+		      LOG_NARGS_(__VA_ARGS__) +                  \
 			      LOG_CHECK_PAIRS_(LOG_NARGS_(__VA_ARGS__)))
-#define LOG_CHECK_PAIRS_(n)                                                  \
-	(0 * sizeof(struct {                                                 \
-		 _Static_assert((n) % 2 == 0,                                \
-				"log: want msg, key/value pairs, NULL");     \
-		 char c_;                                                    \
+#define LOG_CHECK_PAIRS_(n)                                              \
+	(0 * sizeof(struct {                                             \
+		 _Static_assert((n) % 2 == 0,                            \
+				"log: want msg, key/value pairs, NULL"); \
+		 char c_;                                                \
 	 }))
-#define LOG_NARGS_(...)                                                      \
-	LOG_NARGS_N_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55,    \
-		     54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, \
-		     40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, \
-		     26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, \
-		     12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define LOG_NARGS_(...)                                                       \
+	LOG_NARGS_N_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, \
+		     53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40,  \
+		     39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,  \
+		     25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12,  \
+		     11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define LOG_NARGS_N_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, \
 		     a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24,  \
 		     a25, a26, a27, a28, a29, a30, a31, a32, a33, a34, a35,  \

@@ -47,7 +47,7 @@
 /* Poll period for the child's exit when the kernel offers no pidfd. */
 #define EXIT_POLL_MS 20
 
-#define READ_CHUNK 32768
+#define READ_CHUNK  32768
 #define WRITE_CHUNK 65536
 
 /* Reads after the final SIGKILL, to collect what is already in a pipe. */
@@ -75,20 +75,20 @@ struct child_report {
 struct spawn {
 	char *const *argv;
 	char *const *envp;
-	char **paths;  /* candidates for execve(), NULL-terminated */
+	char **paths; /* candidates for execve(), NULL-terminated */
 	const char *cwd;
-	int in_fd;     /* the child's ends; all >= 3 so that dup2() onto */
-	int out_fd;    /* 0, 1, 2 never overwrites one of them */
+	int in_fd;  /* the child's ends; all >= 3 so that dup2() onto */
+	int out_fd; /* 0, 1, 2 never overwrites one of them */
 	int err_fd;
 	int report_fd;
-	int max_fd;    /* for the close() loop fallback */
+	int max_fd; /* for the close() loop fallback */
 };
 
 enum end {
-	END_NONE,     /* the child exited on its own */
+	END_NONE, /* the child exited on its own */
 	END_TIMEOUT,
-	END_LIMIT,    /* stdout over its cap */
-	END_FAILED,   /* poll/read failed or out of memory: error is set */
+	END_LIMIT,  /* stdout over its cap */
+	END_FAILED, /* poll/read failed or out of memory: error is set */
 };
 
 /* The parent's side of one run. Closed fds are -1. */
@@ -101,9 +101,9 @@ struct run {
 	struct child_report report;
 	size_t report_len;
 	bool exited;
-	bool lost;   /* the child was reaped behind our back (ECHILD) */
+	bool lost; /* the child was reaped behind our back (ECHILD) */
 	enum end end;
-	int error;   /* with END_FAILED */
+	int error; /* with END_FAILED */
 	struct proc_result *res;
 	struct err *err;
 };
@@ -210,8 +210,7 @@ static int set_nonblock(int fd)
 }
 
 /* In the child: tell the parent what failed, then give up. */
-__attribute__((noreturn)) static void child_fail(int fd, int stage,
-						 int errnum)
+__attribute__((noreturn)) static void child_fail(int fd, int stage, int errnum)
 {
 	struct child_report r;
 	ssize_t n;
@@ -276,7 +275,8 @@ __attribute__((noreturn)) static void child_exec(const struct spawn *sp)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	/* The PATH walk of execvpe(), with its rules for which errors end it. */
+	/* The PATH walk of execvpe(), with its rules for which errors end it.
+	 */
 	for (char **p = sp->paths; *p; p++) {
 		execve(*p, sp->argv, sp->envp);
 		errnum = errno;
@@ -303,8 +303,8 @@ static bool child_exited(struct run *r)
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
-	while (waitid(P_PID, (id_t)r->pid, &si,
-		      WEXITED | WNOHANG | WNOWAIT) < 0) {
+	while (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) <
+	       0) {
 		if (errno != EINTR) {
 			/* SIGCHLD ignored or another waiter: it is gone. */
 			r->lost = true;
@@ -445,26 +445,30 @@ static void supervise(struct run *r, unsigned timeout_ms)
 			close_fd(&r->in_fd);
 			close_fd(&r->pidfd);
 			grace_end = now_ms() + EXIT_GRACE_MS;
+			if (deadline && deadline < grace_end)
+				grace_end = deadline;
 		}
 		if (r->exited && r->out_fd < 0 && r->err_fd < 0 &&
 		    r->report_fd < 0)
 			return;
 		now = now_ms();
-		if (deadline && now >= deadline) {
+		/*
+		 * The child ended on its own (so this is not a timeout) but
+		 * something it started still holds a pipe open: stop waiting,
+		 * the caller kills the group.
+		 */
+		if (r->exited) {
+			if (now >= grace_end)
+				return;
+		} else if (deadline && now >= deadline) {
 			r->end = END_TIMEOUT;
 			return;
 		}
-		/*
-		 * The child is gone but something it started still holds a
-		 * pipe open: stop waiting, the caller kills the group.
-		 */
-		if (r->exited && now >= grace_end)
-			return;
 
-		if (deadline)
-			wait_ms = deadline - now;
-		if (r->exited && (wait_ms < 0 || grace_end - now < wait_ms))
+		if (r->exited)
 			wait_ms = grace_end - now;
+		else if (deadline)
+			wait_ms = deadline - now;
 		if (!r->exited && r->pidfd < 0 &&
 		    (wait_ms < 0 || wait_ms > EXIT_POLL_MS))
 			wait_ms = EXIT_POLL_MS;
@@ -517,6 +521,8 @@ static void supervise(struct run *r, unsigned timeout_ms)
 /* After the final SIGKILL: collect what is already in the pipes. */
 static void drain(struct run *r)
 {
+	if (r->report_fd >= 0)
+		read_report(r);
 	for (int i = 0; i < MAX_DRAIN_READS && r->end == END_NONE &&
 			(r->out_fd >= 0 || r->err_fd >= 0);
 	     i++) {
@@ -527,8 +533,7 @@ static void drain(struct run *r)
 		if (r->end == END_NONE && r->err_fd >= 0)
 			read_pipe(r, &r->err_fd, &r->res->errout,
 				  &r->res->err_truncated);
-		if (out_len == r->res->out.len &&
-		    err_len == r->res->errout.len)
+		if (out_len == r->res->out.len && err_len == r->res->errout.len)
 			break; /* EAGAIN or EOF on both */
 	}
 }
@@ -585,10 +590,10 @@ int proc_run(struct proc_result *res, const char *const *argv,
 	r.res = res;
 	r.err = err;
 	r.out_fd = r.err_fd = r.in_fd = r.report_fd = r.pidfd = -1;
-	res->out.cap = opts->stdout_cap ? opts->stdout_cap
-					: PROC_DEFAULT_OUT_CAP;
-	res->errout.cap = opts->stderr_cap ? opts->stderr_cap
-					   : PROC_DEFAULT_ERR_CAP;
+	res->out.cap =
+		opts->stdout_cap ? opts->stdout_cap : PROC_DEFAULT_OUT_CAP;
+	res->errout.cap =
+		opts->stderr_cap ? opts->stderr_cap : PROC_DEFAULT_ERR_CAP;
 
 	sp.argv = (char *const *)argv;
 	sp.envp = opts->env ? opts->env : environ;
@@ -615,8 +620,7 @@ int proc_run(struct proc_result *res, const char *const *argv,
 					err_errno_str(errno));
 			goto out;
 		}
-	} else if ((in_pipe[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) <
-		   0) {
+	} else if ((in_pipe[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
 		error = err_set(err, ERR_IO, "%s: cannot open /dev/null: %s",
 				r.name, err_errno_str(errno));
 		goto out;
@@ -682,8 +686,12 @@ int proc_run(struct proc_result *res, const char *const *argv,
 	 * child left running in its group (such as a background process
 	 * holding the pipes open). The child is still unreaped here.
 	 */
-	if (!r.lost)
+	if (!r.lost) {
 		kill(-pid, SIGKILL);
+		/* In case it moved itself to another group. */
+		if (!r.exited)
+			kill(pid, SIGKILL);
+	}
 	if (r.end == END_NONE)
 		drain(&r);
 	close_fd(&r.out_fd);

@@ -138,8 +138,8 @@ void sha256_update(struct sha256_ctx *ctx, const void *data, size_t len)
 		ctx->used = 0;
 	}
 	/* Whole blocks straight from the input. */
-	for (; len >= SHA256_BLOCK_SIZE; p += SHA256_BLOCK_SIZE,
-					 len -= SHA256_BLOCK_SIZE)
+	for (; len >= SHA256_BLOCK_SIZE;
+	     p += SHA256_BLOCK_SIZE, len -= SHA256_BLOCK_SIZE)
 		compress(ctx->state, p);
 	if (len) {
 		memcpy(ctx->block, p, len);
@@ -159,13 +159,15 @@ void sha256_final(struct sha256_ctx *ctx, uint8_t out[SHA256_DIGEST_SIZE])
 
 	ctx->block[ctx->used++] = 0x80;
 	if (ctx->used > SHA256_BLOCK_SIZE - 8) {
-		memset(ctx->block + ctx->used, 0, SHA256_BLOCK_SIZE - ctx->used);
+		memset(ctx->block + ctx->used, 0,
+		       SHA256_BLOCK_SIZE - ctx->used);
 		compress(ctx->state, ctx->block);
 		ctx->used = 0;
 	}
 	memset(ctx->block + ctx->used, 0, SHA256_BLOCK_SIZE - 8 - ctx->used);
 	for (i = 0; i < 8; i++)
-		ctx->block[SHA256_BLOCK_SIZE - 1 - i] = (uint8_t)(bits >> (8 * i));
+		ctx->block[SHA256_BLOCK_SIZE - 1 - i] =
+			(uint8_t)(bits >> (8 * i));
 	compress(ctx->state, ctx->block);
 	for (i = 0; i < 8; i++)
 		store_be32(out + 4 * i, ctx->state[i]);
@@ -186,8 +188,8 @@ void sha256(const void *data, size_t len, uint8_t out[SHA256_DIGEST_SIZE])
  * padded with zeros to the block size, or its digest (padded) when the key
  * is longer than a block.
  */
-void hmac_sha256(const void *key, size_t key_len, const void *data,
-		 size_t len, uint8_t out[SHA256_DIGEST_SIZE])
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+		 uint8_t out[SHA256_DIGEST_SIZE])
 {
 	uint8_t k[SHA256_BLOCK_SIZE], pad[SHA256_BLOCK_SIZE];
 	uint8_t inner[SHA256_DIGEST_SIZE];

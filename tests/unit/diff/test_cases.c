@@ -10,6 +10,7 @@
  * (null: none).
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,7 @@ static const char **strings(const json_t *arr)
 
 static void run_case(const char *name)
 {
-	char path[512], desired_dir[512], live_dir[512];
+	char path[1024], desired_dir[1024], live_dir[1024];
 	struct diff_options opts = DIFF_OPTIONS_INIT;
 	struct diff_objset desired = DIFF_OBJSET_INIT, live = DIFF_OBJSET_INIT;
 	struct diff_ignore_rule rules[8];
@@ -189,10 +190,10 @@ static int skip_dots(const struct dirent *d)
 }
 
 struct case_param {
-	char name[128];
+	char name[256];
 };
 
-ParameterizedTestParameters(diff_cases, case)
+ParameterizedTestParameters(diff_cases, each)
 {
 	struct dirent **names;
 	struct case_param *params;
@@ -210,7 +211,7 @@ ParameterizedTestParameters(diff_cases, case)
 	return cr_make_param_array(struct case_param, params, (size_t)n, NULL);
 }
 
-ParameterizedTest(struct case_param *p, diff_cases, case)
+ParameterizedTest(struct case_param *p, diff_cases, each)
 {
 	run_case(p->name);
 }

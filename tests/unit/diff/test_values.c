@@ -137,7 +137,8 @@ Test(values, quantity_canonical_strings)
 		{"-1.5Gi", "-1610612736"},
 		{"-12E-2", "-0.12"},
 		/* exact beyond 64 bits: 12345678901234567890 * 2^60 */
-		{"12345678901234567890Ei", "14233598694204363376410106750713200640"},
+		{"12345678901234567890Ei",
+		 "14233598694204363376410106750713200640"},
 		{"1e30", "1000000000000000000000000000000"},
 	};
 	size_t i;
@@ -215,13 +216,13 @@ Test(values, quantity_bounds)
 Test(values, quantity_errors)
 {
 	static const char *const bad[] = {
-		"", " ", " 1", "1 ", "1 Mi", "1\n", "1\t",
-		"1Kb", "1mi", "1ki", "1K", "1KI", "1Mii", "1iB", "1b", "1x",
-		"+-1", "-+1", "--1", "++1", "1-", "1+",
-		".", "+", "-", "+.", "-.", "..5", "1..2", "1.2.3",
-		"1e", "1E+", "1e-", "1e3m", "1me3", "1e1.5", "1e 3", "1ee3",
-		"1Kie3", "Mi", "Ki", "m", "k", "e3", "E",
-		"0x10", "1_000", "1,5", "inf", "NaN", "-inf", "abc", "1/2",
+		"",    " ",    " 1",   "1 ",	"1 Mi", "1\n",	 "1\t",	  "1Kb",
+		"1mi", "1ki",  "1K",   "1KI",	"1Mii", "1iB",	 "1b",	  "1x",
+		"+-1", "-+1",  "--1",  "++1",	"1-",	"1+",	 ".",	  "+",
+		"-",   "+.",   "-.",   "..5",	"1..2", "1.2.3", "1e",	  "1E+",
+		"1e-", "1e3m", "1me3", "1e1.5", "1e 3", "1ee3",	 "1Kie3", "Mi",
+		"Ki",  "m",    "k",    "e3",	"E",	"0x10",	 "1_000", "1,5",
+		"inf", "NaN",  "-inf", "abc",	"1/2",
 	};
 	struct buf b = BUF_INIT;
 	size_t i;
@@ -274,10 +275,10 @@ Test(values, scalars_plain)
 	/* Integers beyond 2^53 compare exactly against reals. */
 	cr_assert(equal("9007199254740992", "9007199254740992.0", false));
 	cr_assert_not(equal("9007199254740993", "9007199254740992.0", false));
-	cr_assert_not(equal("9223372036854775807", "9223372036854775808.0",
-			    false));
-	cr_assert(equal("-9223372036854775808", "-9223372036854775808.0",
-			false));
+	cr_assert_not(
+		equal("9223372036854775807", "9223372036854775808.0", false));
+	cr_assert(
+		equal("-9223372036854775808", "-9223372036854775808.0", false));
 	cr_assert_not(equal("1", "1e300", false));
 }
 
@@ -335,33 +336,39 @@ Test(values, nested_plain)
 
 	cr_assert(equal(a, a, false));
 	/* Key order does not matter, int 3 == real 3.0 deep inside. */
-	cr_assert(equal(a,
-			"{\"spec\":{\"x\":null,\"paused\":false,\"replicas\":3.0,"
-			"\"ports\":[{\"port\":80.0},{\"port\":443}]}}",
-			false));
+	cr_assert(
+		equal(a,
+		      "{\"spec\":{\"x\":null,\"paused\":false,\"replicas\":3.0,"
+		      "\"ports\":[{\"port\":80.0},{\"port\":443}]}}",
+		      false));
 	/* Array order does. */
-	cr_assert_not(equal(a,
-			    "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":443},"
-			    "{\"port\":80}],\"paused\":false,\"x\":null}}",
-			    false));
+	cr_assert_not(
+		equal(a,
+		      "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":443},"
+		      "{\"port\":80}],\"paused\":false,\"x\":null}}",
+		      false));
 	/* A missing key, an extra key, a changed leaf, a type change. */
-	cr_assert_not(equal(a,
-			    "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":80},"
-			    "{\"port\":443}],\"paused\":false}}",
-			    false));
-	cr_assert_not(equal(a,
-			    "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":80},"
-			    "{\"port\":443}],\"paused\":false,\"x\":null,"
-			    "\"y\":1}}",
-			    false));
-	cr_assert_not(equal(a,
-			    "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":80},"
-			    "{\"port\":444}],\"paused\":false,\"x\":null}}",
-			    false));
-	cr_assert_not(equal(a,
-			    "{\"spec\":{\"replicas\":\"3\",\"ports\":[{\"port\":80},"
-			    "{\"port\":443}],\"paused\":false,\"x\":null}}",
-			    false));
+	cr_assert_not(
+		equal(a,
+		      "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":80},"
+		      "{\"port\":443}],\"paused\":false}}",
+		      false));
+	cr_assert_not(
+		equal(a,
+		      "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":80},"
+		      "{\"port\":443}],\"paused\":false,\"x\":null,"
+		      "\"y\":1}}",
+		      false));
+	cr_assert_not(
+		equal(a,
+		      "{\"spec\":{\"replicas\":3,\"ports\":[{\"port\":80},"
+		      "{\"port\":444}],\"paused\":false,\"x\":null}}",
+		      false));
+	cr_assert_not(
+		equal(a,
+		      "{\"spec\":{\"replicas\":\"3\",\"ports\":[{\"port\":80},"
+		      "{\"port\":443}],\"paused\":false,\"x\":null}}",
+		      false));
 	/* Same size, different keys. */
 	cr_assert_not(equal("{\"a\":1,\"b\":2}", "{\"a\":1,\"c\":2}", false));
 	/* Array lengths. */

@@ -12,12 +12,14 @@
 
 #include "renderers/render.h"
 
-#define KUBE_PROMETHEUS "../shared/fixtures/real-world/kube-prometheus/manifests"
+#define KUBE_PROMETHEUS \
+	"../shared/fixtures/real-world/kube-prometheus/manifests"
 
 static char *dump(const json_t *v)
 {
-	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT |
-					JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	char *s =
+		json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS |
+				      JSON_REAL_PRECISION(17));
 
 	return s ? s : strdup("(null)");
 }
@@ -83,8 +85,8 @@ static void check_key(const char *key, const char *want_key)
 	got = parse_one(yaml);
 	want = json_pack("{s:s}", want_key, "x");
 	g = dump(got);
-	cr_assert(json_equal(got, want), "[%s] got %s, want key \"%s\"", key,
-		  g, want_key);
+	cr_assert(json_equal(got, want), "[%s] got %s, want key \"%s\"", key, g,
+		  want_key);
 	free(g);
 	json_decref(got);
 	json_decref(want);
@@ -108,8 +110,9 @@ static size_t check_error_n(const char *data, size_t len, int code,
 	cr_assert_eq(err.code, code);
 	cr_assert_eq(err_count(&err), 1, "[%s]: %u problems: %s", data,
 		     err_count(&err), err_msg(&err));
-	cr_assert(strstr(err_first(&err), msg), "[%s]: message\n  %s\nlacks\n  %s",
-		  data, err_first(&err), msg);
+	cr_assert(strstr(err_first(&err), msg),
+		  "[%s]: message\n  %s\nlacks\n  %s", data, err_first(&err),
+		  msg);
 	n = docs.len;
 	render_docs_release(&docs);
 	err_release(&err);
@@ -126,7 +129,7 @@ static size_t check_error(const char *data, int code, const char *msg)
 
 Test(yaml_scalars, booleans_true)
 {
-	const char *t[] = {"y",  "Y",  "yes",  "Yes",  "YES", "on",
+	const char *t[] = {"y",	 "Y",  "yes",  "Yes",  "YES", "on",
 			   "On", "ON", "true", "True", "TRUE"};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -135,7 +138,7 @@ Test(yaml_scalars, booleans_true)
 
 Test(yaml_scalars, booleans_false)
 {
-	const char *f[] = {"n",   "N",   "no",    "No",    "NO",   "off",
+	const char *f[] = {"n",	  "N",	 "no",	  "No",	   "NO",   "off",
 			   "Off", "OFF", "false", "False", "FALSE"};
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -144,9 +147,10 @@ Test(yaml_scalars, booleans_false)
 
 Test(yaml_scalars, other_spellings_are_strings)
 {
-	const char *s[] = {"yEs", "YeS", "tRUE", "TRue", "oN",  "oFF", "nO",
-			   "FaLSe", "yess", "t",  "f",   "nUll", "NuLL", "nil",
-			   "none", "~~",  "Nan", "inf", ".iNf", ".NaN_", "enabled"};
+	const char *s[] = {"yEs",  "YeS",   "tRUE",   "TRue", "oN",  "oFF",
+			   "nO",   "FaLSe", "yess",   "t",    "f",   "nUll",
+			   "NuLL", "nil",   "none",   "~~",   "Nan", "inf",
+			   ".iNf", ".NaN_", "enabled"};
 
 	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
 		char want[64];
@@ -185,6 +189,9 @@ Test(yaml_scalars, integers_in_every_base)
 	check_value("0b101", "5");
 	check_value("0B101", "5");
 	check_value("-0b101", "-5");
+	/* go-yaml v2 retries 0b<rest> with ParseInt(rest, 2): a sign works. */
+	check_value("0b-101", "-5");
+	check_value("0b+101", "5");
 	check_value("1_000", "1000");
 	check_value("1__0_", "10");
 	check_value("0x_1F", "31");
@@ -247,9 +254,8 @@ Test(yaml_scalars, integral_floats_become_integers)
 
 Test(yaml_scalars, inf_and_nan_are_errors)
 {
-	const char *t[] = {".inf", ".Inf",  ".INF",  "+.inf", "+.Inf",
-			   "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
-			   ".NaN", ".NAN"};
+	const char *t[] = {".inf",  ".Inf",  ".INF",  "+.inf", "+.Inf", "+.INF",
+			   "-.inf", "-.Inf", "-.INF", ".nan",  ".NaN",	".NAN"};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		char yaml[64], msg[64];
@@ -270,7 +276,8 @@ Test(yaml_scalars, timestamps_stay_strings)
 		    "\"2001-12-14T21:59:43.10-05:00\"");
 	check_value("2001-12-14t21:59:43.10Z", "\"2001-12-14t21:59:43.10Z\"");
 	check_value("2001-12-14 21:59:43.10", "\"2001-12-14 21:59:43.10\"");
-	check_value("2001-12-14 21:59:43.10 -5", "\"2001-12-14 21:59:43.10 -5\"");
+	check_value("2001-12-14 21:59:43.10 -5",
+		    "\"2001-12-14 21:59:43.10 -5\"");
 	check_value("2001-13-45", "\"2001-13-45\"");
 }
 
@@ -415,7 +422,8 @@ Test(yaml_tags, nul_in_strings_is_refused)
 	check_error("v: \"a\\0b\"\n", ERR_PARSE,
 		    "t.yaml:1:4: string contains a NUL character");
 	check_error("v: \"\\x00\"\n", ERR_PARSE, "NUL character");
-	check_error("\"a\\0\": 1\n", ERR_PARSE, "t.yaml:1:1: key contains a NUL");
+	check_error("\"a\\0\": 1\n", ERR_PARSE,
+		    "t.yaml:1:1: key contains a NUL");
 }
 
 /* ------------------------------------------------------------------ */
@@ -432,8 +440,6 @@ Test(yaml_keys, stringified_like_sigs_k8s_io_yaml)
 	check_key("0x10", "16");
 	check_key("017", "15");
 	check_key("1_000", "1000");
-	check_key("null", "null");
-	check_key("~", "null");
 	check_key("1.5", "1.5");
 	check_key("0.1", "0.1");
 	check_key("1e3", "1000");
@@ -457,19 +463,23 @@ Test(yaml_keys, stringified_like_sigs_k8s_io_yaml)
 
 Test(yaml_keys, alias_keys)
 {
-	check_yaml("a: &k 5\nb:\n  *k : x\n", "{\"a\": 5, \"b\": {\"5\": \"x\"}}");
+	check_yaml("a: &k 5\nb:\n  *k : x\n",
+		   "{\"a\": 5, \"b\": {\"5\": \"x\"}}");
 	check_yaml("a: &k name\nb:\n  *k : x\n",
 		   "{\"a\": \"name\", \"b\": {\"name\": \"x\"}}");
-	check_error("a: &k [1]\nb:\n  *k : x\n", ERR_PARSE,
-		    "t.yaml:3:3: a mapping key must be a scalar, not a sequence");
+	check_error(
+		"a: &k [1]\nb:\n  *k : x\n", ERR_PARSE,
+		"t.yaml:3:3: a mapping key must be a scalar, not a sequence");
 }
 
 Test(yaml_keys, collections_cannot_be_keys)
 {
-	check_error("? [a]\n: b\n", ERR_PARSE,
-		    "t.yaml:1:3: a mapping key must be a scalar, not a sequence");
-	check_error("x:\n  {a: 1}: b\n", ERR_PARSE,
-		    "t.yaml:2:3: a mapping key must be a scalar, not a mapping");
+	check_error(
+		"? [a]\n: b\n", ERR_PARSE,
+		"t.yaml:1:3: a mapping key must be a scalar, not a sequence");
+	check_error(
+		"x:\n  {a: 1}: b\n", ERR_PARSE,
+		"t.yaml:2:3: a mapping key must be a scalar, not a mapping");
 }
 
 Test(yaml_keys, duplicates)
@@ -485,7 +495,13 @@ Test(yaml_keys, duplicates)
 	check_error("1: a\n\"1\": b\n", ERR_PARSE,
 		    "t.yaml:2:1: duplicate key \"1\" (first at line 1)");
 	check_error("0x10: a\n16: b\n", ERR_PARSE, "duplicate key \"16\"");
-	check_error("~: a\nnull: b\n", ERR_PARSE, "duplicate key \"null\"");
+	/* A null key is refused, as kubectl refuses it. */
+	check_error("~: a\n", ERR_PARSE,
+		    "t.yaml:1:1: a mapping key cannot be null");
+	check_error("a: 1\nnull: b\n", ERR_PARSE,
+		    "t.yaml:2:1: a mapping key cannot be null");
+	check_error("a: &n\nb:\n  *n : x\n", ERR_PARSE,
+		    "a mapping key cannot be null");
 	check_error("m: {a: 1, b: 2, a: 3}\n", ERR_PARSE,
 		    "t.yaml:1:17: duplicate key \"a\" (first at line 1)");
 	/* The same key in different mappings is fine. */
@@ -550,6 +566,11 @@ Test(yaml_merge, bad_values)
 	check_error("s: &s [1]\nm:\n  <<: *s\n", ERR_PARSE,
 		    "map merge requires");
 	check_error("m:\n  <<:\n", ERR_PARSE, "map merge requires");
+	/* go-yaml v2 refuses an alias to a sequence, even of mappings. */
+	check_error("a: &a {x: 1}\ns: &s [*a]\nm:\n  <<: *s\n", ERR_PARSE,
+		    "t.yaml:4:7: map merge requires");
+	check_yaml("a: &a {x: 1}\nm:\n  <<: []\n  <<: [*a]\n",
+		   "{\"a\": {\"x\": 1}, \"m\": {\"x\": 1}}");
 }
 
 Test(yaml_anchors, alias_is_a_deep_copy)
@@ -743,24 +764,24 @@ Test(yaml_depth, through_aliases)
 
 Test(yaml_stream, documents_and_positions)
 {
-	const char *s = "# head\n"             /* 1 */
-			"---\n"                /* 2 */
-			"a: 1\n"               /* 3 */
-			"---\n"                /* 4 */
-			"---\n"                /* 5 */
-			"~\n"                  /* 6 */
-			"---\n"                /* 7 */
-			"null\n"               /* 8 */
-			"...\n"                /* 9 */
-			"---\n"                /* 10 */
-			"# comment\n"          /* 11 */
-			"  b: 2\n"             /* 12 */
-			"---\n"                /* 13 */
-			"- x\n"                /* 14 */
-			"--- 5\n"              /* 15 */
-			"--- !!str\n"          /* 16 */
-			"---\n"                /* 17 */
-			"# only a comment\n";  /* 18 */
+	const char *s = "# head\n"	      /* 1 */
+			"---\n"		      /* 2 */
+			"a: 1\n"	      /* 3 */
+			"---\n"		      /* 4 */
+			"---\n"		      /* 5 */
+			"~\n"		      /* 6 */
+			"---\n"		      /* 7 */
+			"null\n"	      /* 8 */
+			"...\n"		      /* 9 */
+			"---\n"		      /* 10 */
+			"# comment\n"	      /* 11 */
+			"  b: 2\n"	      /* 12 */
+			"---\n"		      /* 13 */
+			"- x\n"		      /* 14 */
+			"--- 5\n"	      /* 15 */
+			"--- !!str\n"	      /* 16 */
+			"---\n"		      /* 17 */
+			"# only a comment\n"; /* 18 */
 	struct render_docs docs = RENDER_DOCS_INIT;
 	struct err err = ERR_INIT;
 	const char *want[] = {"{\"a\": 1}", "{\"b\": 2}", "[\"x\"]", "5",
@@ -768,8 +789,8 @@ Test(yaml_stream, documents_and_positions)
 	const unsigned lines[] = {3, 12, 14, 15, 16};
 	const unsigned cols[] = {1, 3, 1, 5, 5};
 
-	cr_assert_eq(render_parse(&docs, s, strlen(s), "t.yaml", &err), 0,
-		     "%s", err_msg(&err));
+	cr_assert_eq(render_parse(&docs, s, strlen(s), "t.yaml", &err), 0, "%s",
+		     err_msg(&err));
 	cr_assert_eq(docs.len, 5);
 	for (size_t i = 0; i < docs.len; i++) {
 		json_t *w = json_loads(want[i], JSON_DECODE_ANY, NULL);
@@ -789,8 +810,13 @@ Test(yaml_stream, documents_and_positions)
 
 Test(yaml_stream, empty_inputs)
 {
-	const char *inputs[] = {"", "\n\n", "# c\n", "---\n", "---\n...\n",
-				"--- ~\n--- null\n", "\xEF\xBB\xBF"};
+	const char *inputs[] = {"",
+				"\n\n",
+				"# c\n",
+				"---\n",
+				"---\n...\n",
+				"--- ~\n--- null\n",
+				"\xEF\xBB\xBF"};
 
 	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
 		struct render_docs docs = RENDER_DOCS_INIT;
@@ -832,15 +858,15 @@ Test(yaml_stream, scalar_and_list_documents)
 
 Test(yaml_stream, crlf_and_bom)
 {
-	json_t *v = parse_one("\xEF\xBB\xBF" "a: 1\r\nb: yes\r\n");
+	json_t *v = parse_one("\xEF\xBB\xBF"
+			      "a: 1\r\nb: yes\r\n");
 	json_t *w = json_loads("{\"a\": 1, \"b\": true}", 0, NULL);
 	struct render_docs docs = RENDER_DOCS_INIT;
 
 	cr_assert(json_equal(v, w));
 	json_decref(v);
 	json_decref(w);
-	cr_assert_eq(render_parse(&docs, "\xEF\xBB\xBF  k: v\n", 10, "t",
-				  NULL),
+	cr_assert_eq(render_parse(&docs, "\xEF\xBB\xBF  k: v\n", 10, "t", NULL),
 		     0);
 	cr_assert_eq(docs.items[0].line, 1);
 	cr_assert_eq(docs.items[0].column, 3);
@@ -863,9 +889,9 @@ Test(yaml_stream, name_in_messages)
 	struct err err = ERR_INIT;
 	struct render_docs docs = RENDER_DOCS_INIT;
 
-	cr_assert_eq(render_parse(&docs, "a: *x\n", 6, "apps/web/deploy.yaml",
-				  &err),
-		     ERR_PARSE);
+	cr_assert_eq(
+		render_parse(&docs, "a: *x\n", 6, "apps/web/deploy.yaml", &err),
+		ERR_PARSE);
 	cr_assert_str_eq(err_first(&err), "apps/web/deploy.yaml:1:4: unknown "
 					  "anchor 'x' referenced");
 	err_reset(&err);
@@ -962,8 +988,8 @@ Test(yaml_json, concatenated_values)
 	struct err err = ERR_INIT;
 	const unsigned lines[] = {1, 2, 2, 5}, cols[] = {1, 3, 12, 1};
 
-	cr_assert_eq(render_parse(&docs, s, strlen(s), "t.json", &err), 0,
-		     "%s", err_msg(&err));
+	cr_assert_eq(render_parse(&docs, s, strlen(s), "t.json", &err), 0, "%s",
+		     err_msg(&err));
 	cr_assert_eq(docs.len, 4);
 	for (size_t i = 0; i < docs.len; i++) {
 		cr_assert_eq(docs.items[i].line, lines[i], "doc %zu: line %u",
@@ -972,6 +998,14 @@ Test(yaml_json, concatenated_values)
 			     i, docs.items[i].column);
 	}
 	cr_assert(json_is_array(docs.items[2].value));
+	render_docs_release(&docs);
+	/* Top-level scalars after the first value, integral reals too. */
+	cr_assert_eq(render_parse(&docs, "[1]4.0 \"x\" 2.5", 14, "t", &err), 0);
+	cr_assert_eq(docs.len, 4);
+	cr_assert(json_is_integer(docs.items[1].value));
+	cr_assert_eq(json_integer_value(docs.items[1].value), 4);
+	cr_assert_str_eq(json_string_value(docs.items[2].value), "x");
+	cr_assert(json_is_real(docs.items[3].value));
 	render_docs_release(&docs);
 	err_release(&err);
 	check_yaml("[1]", "[1]");
@@ -984,7 +1018,15 @@ Test(yaml_json, errors_with_positions)
 	check_error("{\"a\":\n  }", ERR_PARSE,
 		    "t.yaml:2:3: unexpected token near '}'");
 	cr_assert_eq(check_error("{}\n{} x", ERR_PARSE, "t.yaml:2:4:"), 2);
+	/*
+	 * JSON integers beyond int64 are an error (jansson cannot hold them;
+	 * rereading them as reals would silently round the ones below 2^64).
+	 * YAML turns [2^63, 2^64) into reals instead, as go-yaml's uint64.
+	 */
 	check_error("{\"a\": 18446744073709551616}", ERR_PARSE,
+		    "t.yaml:1:26: too big integer near '18446744073709551616' "
+		    "(integers must fit in 64 bits; quote the value)");
+	check_error("{\"a\": 9223372036854775808}", ERR_PARSE,
 		    "too big integer");
 	check_error("{\"a\": 1e400}", ERR_PARSE, "real number overflow");
 	check_error("{\"a\": \"\\u0000\"}", ERR_PARSE,
@@ -1114,9 +1156,10 @@ Test(yaml_real_world, kube_prometheus_manifests)
 Test(yaml_real_world, alertmanager_crd_enum_has_equals)
 {
 	size_t len;
-	char *data = read_file(KUBE_PROMETHEUS
-			       "/setup/0alertmanagerConfigCustomResourceDefinition.yaml",
-			       &len);
+	char *data = read_file(
+		KUBE_PROMETHEUS
+		"/setup/0alertmanagerConfigCustomResourceDefinition.yaml",
+		&len);
 	struct render_docs docs = RENDER_DOCS_INIT;
 	struct err err = ERR_INIT;
 
@@ -1125,9 +1168,9 @@ Test(yaml_real_world, alertmanager_crd_enum_has_equals)
 	cr_assert_eq(docs.len, 1);
 	cr_assert(enum_has(docs.items[0].value, "="));
 	cr_assert(enum_has(docs.items[0].value, "!~"));
-	cr_assert_str_eq(json_string_value(json_object_get(
-				 docs.items[0].value, "kind")),
-			 "CustomResourceDefinition");
+	cr_assert_str_eq(
+		json_string_value(json_object_get(docs.items[0].value, "kind")),
+		"CustomResourceDefinition");
 	render_docs_release(&docs);
 	err_release(&err);
 	free(data);

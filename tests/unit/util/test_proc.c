@@ -145,8 +145,9 @@ Test(proc, exit_status_is_not_an_error)
 
 Test(proc, argv_is_passed_literally)
 {
-	const char *argv[] = {"printf", "%s|", "a b;$(x)", "`id`", "'\"",
-			      "*", "$HOME", "a\\nb", "x > /tmp/y", "", NULL};
+	const char *argv[] = {"printf",	    "%s|", "a b;$(x)", "`id`",
+			      "'\"",	    "*",   "$HOME",    "a\\nb",
+			      "x > /tmp/y", "",	   NULL};
 	struct proc_result res = PROC_RESULT_INIT;
 
 	cr_assert_eq(proc_run(&res, argv, NULL, NULL), 0);
@@ -577,8 +578,8 @@ Test(proc, background_grandchild_holding_stdout_does_not_hang)
 
 Test(proc, background_grandchild_is_killed_after_exit)
 {
-	const char *argv[] = {"sh", "-c",
-			      "sleep 30 >/dev/null 2>&1 & echo $!", NULL};
+	const char *argv[] = {"sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!",
+			      NULL};
 	struct proc_result res = PROC_RESULT_INIT;
 	int bg_pid = 0;
 
@@ -690,7 +691,7 @@ Test(proc, release_is_idempotent_and_describe_is_safe)
 }
 
 #define THREADS 8
-#define ROUNDS 12
+#define ROUNDS	12
 
 struct worker {
 	int id;
@@ -730,8 +731,9 @@ static void *work(void *arg)
 		    res.out.len != sizeof(input) ||
 		    memcmp(res.out.ptr, input, sizeof(input))) {
 			w->failures++;
-			snprintf(w->why, sizeof(w->why), "cat %s: %zu bytes (%s)",
-				 want, res.out.len, err_msg(&err));
+			snprintf(w->why, sizeof(w->why),
+				 "cat %s: %zu bytes (%s)", want, res.out.len,
+				 err_msg(&err));
 		}
 		proc_result_release(&res);
 		err_release(&err);
