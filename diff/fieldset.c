@@ -53,24 +53,24 @@
 #define MAX_DEPTH 256
 
 #define ARENA_FIRST 512u
-#define SCRATCH 4096 /* bytes of stack to build a set in */
-#define ARENA_MAX 0x7fffffffu
-#define TEXT_MAX 0x0fffffffu
+#define SCRATCH	    4096 /* bytes of stack to build a set in */
+#define ARENA_MAX   0x7fffffffu
+#define TEXT_MAX    0x0fffffffu
 
 /* Significant digits a number carries into strtod() when canonicalized. */
 #define NUM_DIGITS_MAX 800
 /* Digits compared exactly (canonical numbers have at most 19). */
 #define CMP_DIGITS 40
 
-#define META_LEN 0x0fffffffu
+#define META_LEN	0x0fffffffu
 #define META_TYPE_SHIFT 28
-#define META_MEMBER (1u << 30)
-#define META_POW2 (1u << 31) /* child array capacity is a power of two */
+#define META_MEMBER	(1u << 30)
+#define META_POW2	(1u << 31) /* child array capacity is a power of two */
 
 struct node {
-	uint32_t text;  /* arena offset of the NUL-terminated text */
-	uint32_t meta;  /* text length | type << 28 | META_MEMBER | META_POW2 */
-	uint32_t kids;  /* arena offset of the child array */
+	uint32_t text;	/* arena offset of the NUL-terminated text */
+	uint32_t meta;	/* text length | type << 28 | META_MEMBER | META_POW2 */
+	uint32_t kids;	/* arena offset of the child array */
 	uint32_t nkids; /* children, sorted */
 };
 
@@ -97,8 +97,7 @@ static inline bool node_member(const struct node *n)
 	return (n->meta & META_MEMBER) != 0;
 }
 
-static inline struct node *node_at(const struct diff_fieldset *s,
-				   uint32_t off)
+static inline struct node *node_at(const struct diff_fieldset *s, uint32_t off)
 {
 	return (struct node *)(void *)(s->mem + off);
 }
@@ -374,14 +373,30 @@ static int decode_escape(const char **pp, const char *end, uint32_t *cp)
 	if (p >= end)
 		return -1;
 	switch (*p++) {
-	case '"': u = '"'; break;
-	case '\\': u = '\\'; break;
-	case '/': u = '/'; break;
-	case 'b': u = '\b'; break;
-	case 'f': u = '\f'; break;
-	case 'n': u = '\n'; break;
-	case 'r': u = '\r'; break;
-	case 't': u = '\t'; break;
+	case '"':
+		u = '"';
+		break;
+	case '\\':
+		u = '\\';
+		break;
+	case '/':
+		u = '/';
+		break;
+	case 'b':
+		u = '\b';
+		break;
+	case 'f':
+		u = '\f';
+		break;
+	case 'n':
+		u = '\n';
+		break;
+	case 'r':
+		u = '\r';
+		break;
+	case 't':
+		u = '\t';
+		break;
 	case 'u':
 		if (hex4(p, end, &u) < 0)
 			return -1;
@@ -442,12 +457,12 @@ static int sdec_next(struct sdec *d)
 
 /* A JSON number read as value = (neg ? -1 : 1) * 0.d * 10^x. */
 struct num {
-	char *d;      /* significant digits: no leading or trailing zeros */
-	size_t cap;   /* room in d */
-	size_t nd;    /* 0 for zero */
+	char *d;    /* significant digits: no leading or trailing zeros */
+	size_t cap; /* room in d */
+	size_t nd;  /* 0 for zero */
 	long x;
 	bool neg;
-	bool is_int;  /* written without fraction or exponent */
+	bool is_int; /* written without fraction or exponent */
 	bool truncated;
 };
 
@@ -550,14 +565,21 @@ static int jkind(const struct jcur *c)
 	if (c->p >= c->end)
 		return K_BAD;
 	switch (*c->p) {
-	case '"': return K_STR;
+	case '"':
+		return K_STR;
 	case 't':
-	case 'f': return K_BOOL;
-	case '[': return K_LIST;
-	case '{': return K_MAP;
-	case 'n': return K_NULL;
-	case '-': return K_NUM;
-	default: return is_digit(*c->p) ? K_NUM : K_BAD;
+	case 'f':
+		return K_BOOL;
+	case '[':
+		return K_LIST;
+	case '{':
+		return K_MAP;
+	case 'n':
+		return K_NULL;
+	case '-':
+		return K_NUM;
+	default:
+		return is_digit(*c->p) ? K_NUM : K_BAD;
 	}
 }
 
@@ -624,8 +646,7 @@ static int jcmp_num(struct jcur *a, struct jcur *b, bool *bad)
  * cursors past the values when they are equal. Sets *bad (and returns 0)
  * on text it cannot read.
  */
-static int jcmp_value(struct jcur *a, struct jcur *b, unsigned depth,
-		      bool *bad)
+static int jcmp_value(struct jcur *a, struct jcur *b, unsigned depth, bool *bad)
 {
 	int ka = jkind(a), kb = jkind(b), r;
 	bool ta, tb, map, first;
@@ -725,25 +746,25 @@ static int pe_cmp(unsigned ta, const char *a, size_t alen, unsigned tb,
 static int node_cmp(const struct diff_fieldset *sa, const struct node *a,
 		    const struct diff_fieldset *sb, const struct node *b)
 {
-	return pe_cmp(node_type(a), node_text(sa, a), node_len(a),
-		      node_type(b), node_text(sb, b), node_len(b));
+	return pe_cmp(node_type(a), node_text(sa, a), node_len(a), node_type(b),
+		      node_text(sb, b), node_len(b));
 }
 
 /* --- canonical k: and v: texts --- */
 
 /* A member of an object being canonicalized: arena offsets. */
 struct span {
-	uint32_t key;   /* the key's opening quote */
+	uint32_t key;	/* the key's opening quote */
 	uint32_t colon; /* just past the key's closing quote */
-	uint32_t end;   /* just past the value */
+	uint32_t end;	/* just past the value */
 };
 
 struct canon {
 	struct diff_fieldset *s; /* output: appended to the arena */
-	const char *p, *end;     /* input */
-	struct span *spans;      /* a stack, one frame per open object */
+	const char *p, *end;	 /* input */
+	struct span *spans;	 /* a stack, one frame per open object */
 	size_t nspans, aspans;
-	char *tmp;               /* for reordering an object's members */
+	char *tmp; /* for reordering an object's members */
 	size_t atmp;
 	struct span spans_inline[16];
 	char digits[NUM_DIGITS_MAX];
@@ -781,16 +802,23 @@ static int canon_cp(struct canon *c, uint32_t cp)
 	char out[6];
 
 	switch (cp) {
-	case '"': return arena_put(c->s, "\\\"", 2);
-	case '\\': return arena_put(c->s, "\\\\", 2);
-	case '\b': return arena_put(c->s, "\\b", 2);
-	case '\f': return arena_put(c->s, "\\f", 2);
-	case '\n': return arena_put(c->s, "\\n", 2);
-	case '\r': return arena_put(c->s, "\\r", 2);
-	case '\t': return arena_put(c->s, "\\t", 2);
+	case '"':
+		return arena_put(c->s, "\\\"", 2);
+	case '\\':
+		return arena_put(c->s, "\\\\", 2);
+	case '\b':
+		return arena_put(c->s, "\\b", 2);
+	case '\f':
+		return arena_put(c->s, "\\f", 2);
+	case '\n':
+		return arena_put(c->s, "\\n", 2);
+	case '\r':
+		return arena_put(c->s, "\\r", 2);
+	case '\t':
+		return arena_put(c->s, "\\t", 2);
 	}
-	if (cp < 0x20 || cp == '<' || cp == '>' || cp == '&' ||
-	    cp == 0x2028 || cp == 0x2029) {
+	if (cp < 0x20 || cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 ||
+	    cp == 0x2029) {
 		out[0] = '\\';
 		out[1] = 'u';
 		out[2] = hex[cp >> 12 & 0xf];
@@ -819,8 +847,8 @@ static int canon_string(struct canon *c)
 	if ((error = arena_putc(c->s, '"')) < 0)
 		return error;
 	for (;;) {
-		for (run = c->p; c->p < c->end && str_safe((unsigned char)*c->p);
-		     c->p++)
+		for (run = c->p;
+		     c->p < c->end && str_safe((unsigned char)*c->p); c->p++)
 			;
 		if ((error = arena_put(c->s, run, (size_t)(c->p - run))) < 0)
 			return error;
@@ -936,10 +964,10 @@ static int canon_number(struct canon *c)
 	if (n.is_int && !n.nd)
 		return arena_putc(s, '0');
 	if (n.is_int && (digits < 19 ||
-			 (digits == 19 &&
-			  memcmp(start + n.neg, n.neg ? "9223372036854775808"
-						      : "9223372036854775807",
-				 19) <= 0)))
+			 (digits == 19 && memcmp(start + n.neg,
+						 n.neg ? "9223372036854775808"
+						       : "9223372036854775807",
+						 19) <= 0)))
 		return arena_put(s, start, len);
 	if (n.nd > 15 || n.truncated || n.x > 300 || n.x < -300) {
 		snprintf(c->numbuf, sizeof(c->numbuf), "%.*se%ld", (int)n.nd,
@@ -1067,7 +1095,8 @@ static void heap_sort(void *base, size_t n, size_t size, sort_cmp cmp,
 		}
 		for (root = start; (child = 2 * root + 1) < end; root = child) {
 			if (child + 1 < end &&
-			    cmp(v + child * size, v + (child + 1) * size, ctx) < 0)
+			    cmp(v + child * size, v + (child + 1) * size, ctx) <
+				    0)
 				child++;
 			if (cmp(v + root * size, v + child * size, ctx) >= 0)
 				break;
@@ -1192,12 +1221,18 @@ static int canon_value(struct canon *c, unsigned depth)
 	if (c->p >= c->end)
 		return ERR_PARSE;
 	switch (*c->p) {
-	case '{': return canon_object(c, depth);
-	case '[': return canon_array(c, depth);
-	case '"': return canon_string(c);
-	case 't': return canon_literal(c, "true");
-	case 'f': return canon_literal(c, "false");
-	case 'n': return canon_literal(c, "null");
+	case '{':
+		return canon_object(c, depth);
+	case '[':
+		return canon_array(c, depth);
+	case '"':
+		return canon_string(c);
+	case 't':
+		return canon_literal(c, "true");
+	case 'f':
+		return canon_literal(c, "false");
+	case 'n':
+		return canon_literal(c, "null");
 	}
 	if (*c->p == '-' || is_digit(*c->p))
 		return canon_number(c);
@@ -1368,8 +1403,7 @@ static int node_merge(struct diff_fieldset *s, uint32_t dst, uint32_t src,
 	return 0;
 }
 
-static size_t count_members(const struct diff_fieldset *s,
-			    const struct node *n)
+static size_t count_members(const struct diff_fieldset *s, const struct node *n)
 {
 	size_t k = node_member(n), i;
 
@@ -1584,7 +1618,8 @@ static int parse_node(struct parser *p, const json_t *obj, unsigned depth,
 		if (klen < 2 || key[1] != ':' ||
 		    (key[0] != 'f' && key[0] != 'k' && key[0] != 'v' &&
 		     key[0] != 'i')) {
-			error = perr(p, depth, ERR_PARSE, "unknown prefix \"%s\"",
+			error = perr(p, depth, ERR_PARSE,
+				     "unknown prefix \"%s\"",
 				     shown(key, klen, show, sizeof(show)));
 			goto out;
 		}
@@ -1739,8 +1774,8 @@ out:
 static const char *const pe_prefix[] = {"f:", "k:", "v:", "i:"};
 
 /* The node as fieldsV1; *out is NULL when it holds no member. */
-static int emit(const struct diff_fieldset *s, const struct node *n,
-		bool root, struct buf *key, json_t **out)
+static int emit(const struct diff_fieldset *s, const struct node *n, bool root,
+		struct buf *key, json_t **out)
 {
 	bool member = node_member(n);
 	json_t *obj = json_object(), *child;
@@ -1981,7 +2016,7 @@ static int build(struct builder *bd, enum setop op,
 
 	if (depth > MAX_DEPTH)
 		return ERR_LIMIT;
-	member = op == OP_UNION       ? ma || mb
+	member = op == OP_UNION	      ? ma || mb
 		 : op == OP_INTERSECT ? ma && mb
 				      : ma && !mb;
 	while (i < na || j < nb) {
@@ -2028,8 +2063,7 @@ out:
 }
 
 static struct diff_fieldset *setop(const struct diff_fieldset *a,
-				   const struct diff_fieldset *b,
-				   enum setop op)
+				   const struct diff_fieldset *b, enum setop op)
 {
 	_Alignas(16) char scratch[SCRATCH];
 	const struct node *ra = a && a->mem ? node_at(a, 0) : NULL;

@@ -7,12 +7,24 @@
 
 /* --- helpers --- */
 
-#define PE_F(s) {DIFF_PE_FIELD, s}
-#define PE_K(s) {DIFF_PE_KEY, s}
-#define PE_V(s) {DIFF_PE_VALUE, s}
-#define PE_I(s) {DIFF_PE_INDEX, s}
-#define PATH(...)                                                    \
-	(&(struct diff_path){(const struct diff_pe[]){__VA_ARGS__},    \
+#define PE_F(s)                  \
+	{                        \
+		DIFF_PE_FIELD, s \
+	}
+#define PE_K(s)                \
+	{                      \
+		DIFF_PE_KEY, s \
+	}
+#define PE_V(s)                  \
+	{                        \
+		DIFF_PE_VALUE, s \
+	}
+#define PE_I(s)                  \
+	{                        \
+		DIFF_PE_INDEX, s \
+	}
+#define PATH(...)                                                            \
+	(&(struct diff_path){(const struct diff_pe[]){__VA_ARGS__},          \
 			     sizeof((const struct diff_pe[]){__VA_ARGS__}) / \
 				     sizeof(struct diff_pe)})
 #define EMPTY_PATH (&(struct diff_path){NULL, 0})
@@ -242,12 +254,14 @@ Test(fieldset, round_trip_whole_managed_fields)
 
 	snprintf(text, sizeof(text), mf, doc_apply, doc_scale);
 	list = J(text);
-	json_array_foreach (list, i, e) {
+	json_array_foreach(list, i, e)
+	{
 		struct diff_fieldset *set = NULL;
 		json_t *copy = json_deep_copy(e);
 
-		cr_assert_eq(diff_fieldset_parse(
-				     &set, json_object_get(e, "fieldsV1"), NULL),
+		cr_assert_eq(diff_fieldset_parse(&set,
+						 json_object_get(e, "fieldsV1"),
+						 NULL),
 			     0);
 		json_object_set_new(copy, "fieldsV1",
 				    diff_fieldset_to_json(set));
@@ -267,35 +281,40 @@ Test(fieldset, round_trip_whole_managed_fields)
 
 Test(fieldset, key_order_canonicalized)
 {
-	struct diff_fieldset *set = P(
-		"{\"f:ports\":{\"k:{\\\"protocol\\\":\\\"TCP\\\","
-		"\\\"containerPort\\\":80}\":{\".\":{},\"f:containerPort\":{}}}}");
+	struct diff_fieldset *set =
+		P("{\"f:ports\":{\"k:{\\\"protocol\\\":\\\"TCP\\\","
+		  "\\\"containerPort\\\":80}\":{\".\":{},\"f:containerPort\":{}"
+		  "}}}");
 
-	expect_set(set,
-		   "{\"f:ports\":{\"k:{\\\"containerPort\\\":80,\\\"protocol\\\":"
-		   "\\\"TCP\\\"}\":{\".\":{},\"f:containerPort\":{}}}}");
+	expect_set(
+		set,
+		"{\"f:ports\":{\"k:{\\\"containerPort\\\":80,\\\"protocol\\\":"
+		"\\\"TCP\\\"}\":{\".\":{},\"f:containerPort\":{}}}}");
 	cr_expect(diff_fieldset_has(
-		set, PATH(PE_F("ports"),
-			  PE_K("{\"containerPort\":80,\"protocol\":\"TCP\"}"))));
+		set,
+		PATH(PE_F("ports"),
+		     PE_K("{\"containerPort\":80,\"protocol\":\"TCP\"}"))));
 	cr_expect_not(diff_fieldset_has(
-		set, PATH(PE_F("ports"),
-			  PE_K("{\"protocol\":\"TCP\",\"containerPort\":80}"))));
+		set,
+		PATH(PE_F("ports"),
+		     PE_K("{\"protocol\":\"TCP\",\"containerPort\":80}"))));
 	diff_fieldset_free(set);
 
 	/* whitespace goes, nested objects are sorted too */
 	expect_canonical(
 		"{\"k:{ \\\"b\\\" : [ 1 , {\\\"y\\\":1,\\\"x\\\":2} ], "
 		"\\\"a\\\" : true }\":{}}",
-		"{\"k:{\\\"a\\\":true,\\\"b\\\":[1,{\\\"x\\\":2,\\\"y\\\":1}]}\":"
+		"{\"k:{\\\"a\\\":true,\\\"b\\\":[1,{\\\"x\\\":2,\\\"y\\\":1}]}"
+		"\":"
 		"{}}");
 }
 
 Test(fieldset, same_element_twice_is_merged)
 {
-	struct diff_fieldset *set = P(
-		"{\"f:ports\":{\"k:{\\\"b\\\":2,\\\"a\\\":1}\":{\"f:y\":{}},"
-		"\"k:{\\\"a\\\":1,\\\"b\\\":2}\":{\".\":{},\"f:x\":{}},"
-		"\"v:1.0\":{},\"v:1\":{\"f:z\":{}}}}");
+	struct diff_fieldset *set =
+		P("{\"f:ports\":{\"k:{\\\"b\\\":2,\\\"a\\\":1}\":{\"f:y\":{}},"
+		  "\"k:{\\\"a\\\":1,\\\"b\\\":2}\":{\".\":{},\"f:x\":{}},"
+		  "\"v:1.0\":{},\"v:1\":{\"f:z\":{}}}}");
 
 	expect_set(set, "{\"f:ports\":{\"k:{\\\"a\\\":1,\\\"b\\\":2}\":{"
 			"\".\":{},\"f:x\":{},\"f:y\":{}},\"v:1\":{\".\":{},"
@@ -306,16 +325,16 @@ Test(fieldset, same_element_twice_is_merged)
 
 Test(fieldset, typed_keys)
 {
-	struct diff_fieldset *set = P(
-		"{\"f:ports\":{\"k:{\\\"port\\\":\\\"80\\\"}\":{},"
-		"\"k:{\\\"port\\\":80}\":{}}}");
+	struct diff_fieldset *set =
+		P("{\"f:ports\":{\"k:{\\\"port\\\":\\\"80\\\"}\":{},"
+		  "\"k:{\\\"port\\\":80}\":{}}}");
 
 	cr_expect_eq(diff_fieldset_size(set), 2);
 	/* numbers before strings */
 	expect_set(set, "{\"f:ports\":{\"k:{\\\"port\\\":80}\":{},"
 			"\"k:{\\\"port\\\":\\\"80\\\"}\":{}}}");
-	cr_expect(diff_fieldset_has(set,
-				    PATH(PE_F("ports"), PE_K("{\"port\":80}"))));
+	cr_expect(diff_fieldset_has(
+		set, PATH(PE_F("ports"), PE_K("{\"port\":80}"))));
 	cr_expect(diff_fieldset_has(
 		set, PATH(PE_F("ports"), PE_K("{\"port\":\"80\"}"))));
 	cr_expect_not(diff_fieldset_has(
@@ -330,13 +349,15 @@ Test(fieldset, serialization_order)
 		"{\"f:x\":{\"i:10\":{},\"v:\\\"s\\\"\":{},\"i:9\":{},"
 		"\"k:{\\\"n\\\":\\\"b\\\"}\":{},\"v:true\":{},\"f:b\":{},"
 		"\"k:{\\\"n\\\":10}\":{},\"v:2\":{},\"k:{\\\"n\\\":9}\":{},"
-		"\"f:a.b\":{},\"v:null\":{},\"v:[1]\":{},\"v:{\\\"a\\\":1}\":{},"
+		"\"f:a.b\":{},\"v:null\":{},\"v:[1]\":{},\"v:{\\\"a\\\":1}\":{}"
+		","
 		"\"v:false\":{},\"f:a\":{},\"v:-1.5\":{},\".\":{}}}",
 		"{\"f:x\":{\".\":{},\"f:a\":{},\"f:a.b\":{},\"f:b\":{},"
 		"\"k:{\\\"n\\\":9}\":{},\"k:{\\\"n\\\":10}\":{},"
 		"\"k:{\\\"n\\\":\\\"b\\\"}\":{},\"v:-1.5\":{},\"v:2\":{},"
 		"\"v:\\\"s\\\"\":{},\"v:false\":{},\"v:true\":{},\"v:[1]\":{},"
-		"\"v:{\\\"a\\\":1}\":{},\"v:null\":{},\"i:9\":{},\"i:10\":{}}}");
+		"\"v:{\\\"a\\\":1}\":{},\"v:null\":{},\"i:9\":{},\"i:10\":{}}"
+		"}");
 	/* strings by their bytes, unescaped: "a" < "a!" */
 	expect_canonical("{\"v:\\\"a!\\\"\":{},\"v:\\\"a\\\"\":{}}",
 			 "{\"v:\\\"a\\\"\":{},\"v:\\\"a!\\\"\":{}}");
@@ -395,8 +416,8 @@ Test(fieldset, canonical_numbers_and_strings)
 
 		json_object_set_new(in, cases[i].in, json_object());
 		json_object_set_new(want, cases[i].out, json_object());
-		cr_assert_eq(diff_fieldset_parse(&set, in, &err), 0,
-			     "%s: %s", cases[i].in, err_first(&err));
+		cr_assert_eq(diff_fieldset_parse(&set, in, &err), 0, "%s: %s",
+			     cases[i].in, err_first(&err));
 		got = diff_fieldset_to_json(set);
 		a = dump(got);
 		b = dump(want);
@@ -438,8 +459,8 @@ Test(fieldset, canonical_text_is_diff_json_dump)
 
 	for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		json_error_t jerr;
-		json_t *v = json_loads(values[i], JSON_DECODE_ANY | JSON_ALLOW_NUL,
-				       &jerr);
+		json_t *v = json_loads(values[i],
+				       JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 		struct buf want = BUF_INIT, key = BUF_INIT;
 		struct diff_fieldset *set = NULL;
 		json_t *in = json_object(), *out;
@@ -454,11 +475,9 @@ Test(fieldset, canonical_text_is_diff_json_dump)
 		cr_assert_eq(diff_fieldset_parse(&set, in, NULL), 0, "%s",
 			     values[i]);
 		out = diff_fieldset_to_json(set);
-		json_object_foreach (out, k, dummy)
-			cr_expect_str_eq(k + 2, buf_cstr(&want), "value %s",
-					 values[i]);
-		cr_expect(diff_fieldset_has(
-			set, PATH(PE_V(buf_cstr(&want)))));
+		json_object_foreach(out, k, dummy) cr_expect_str_eq(
+			k + 2, buf_cstr(&want), "value %s", values[i]);
+		cr_expect(diff_fieldset_has(set, PATH(PE_V(buf_cstr(&want)))));
 		json_decref(out);
 		json_decref(in);
 		json_decref(v);
@@ -501,16 +520,18 @@ Test(fieldset, has_prefix_empty_size)
 	cr_expect_eq(diff_fieldset_size(set), 5);
 	cr_expect_not(diff_fieldset_empty(set));
 	cr_expect(diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("selector"))));
-	cr_expect(diff_fieldset_has(
-		set, PATH(PE_F("spec"), PE_F("template"), PE_F("spec"),
-			  PE_F("containers"), PE_K(web))));
-	cr_expect(diff_fieldset_has(
-		set, PATH(PE_F("spec"), PE_F("template"), PE_F("spec"),
-			  PE_F("containers"), PE_K(web), PE_F("image"))));
+	cr_expect(diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("template"),
+					      PE_F("spec"), PE_F("containers"),
+					      PE_K(web))));
+	cr_expect(diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("template"),
+					      PE_F("spec"), PE_F("containers"),
+					      PE_K(web), PE_F("image"))));
 	cr_expect_not(diff_fieldset_has(set, PATH(PE_F("spec"))));
-	cr_expect_not(diff_fieldset_has(
-		set, PATH(PE_F("spec"), PE_F("selector"), PE_F("matchLabels"))));
-	cr_expect_not(diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("replicas"))));
+	cr_expect_not(
+		diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("selector"),
+					    PE_F("matchLabels"))));
+	cr_expect_not(
+		diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("replicas"))));
 	cr_expect_not(diff_fieldset_has(set, PATH(PE_K("{\"spec\":1}"))));
 	cr_expect_not(diff_fieldset_has(set, PATH(PE_V("\"spec\""))));
 
@@ -550,33 +571,33 @@ Test(fieldset, insert_builds_the_parsed_set)
 	cr_expect(diff_fieldset_empty(set));
 	expect_set(set, "{}");
 	/* out of order on purpose */
-	cr_assert_eq(diff_fieldset_insert(
-			     set, PATH(PE_F("spec"), PE_F("template"),
-				       PE_F("spec"), PE_F("containers"),
-				       PE_K(web), PE_F("name"))),
-		     0);
-	cr_assert_eq(diff_fieldset_insert(set, PATH(PE_F("spec"),
-						    PE_F("selector"))),
-		     0);
-	cr_assert_eq(diff_fieldset_insert(
-			     set, PATH(PE_F("spec"), PE_F("template"),
-				       PE_F("spec"), PE_F("containers"),
-				       PE_K(web))),
-		     0);
-	cr_assert_eq(diff_fieldset_insert(
-			     set, PATH(PE_F("spec"), PE_F("template"),
-				       PE_F("spec"), PE_F("containers"),
-				       PE_K(web), PE_F("image"))),
-		     0);
-	cr_assert_eq(diff_fieldset_insert(
-			     set, PATH(PE_F("spec"), PE_F("template"),
-				       PE_F("metadata"), PE_F("labels"),
-				       PE_F("app"))),
-		     0);
+	cr_assert_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("spec"), PE_F("containers"),
+					       PE_K(web), PE_F("name"))),
+		0);
+	cr_assert_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("selector"))),
+		0);
+	cr_assert_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("spec"), PE_F("containers"),
+					       PE_K(web))),
+		0);
+	cr_assert_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("spec"), PE_F("containers"),
+					       PE_K(web), PE_F("image"))),
+		0);
+	cr_assert_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("metadata"), PE_F("labels"),
+					       PE_F("app"))),
+		0);
 	/* again: no change */
-	cr_assert_eq(diff_fieldset_insert(set, PATH(PE_F("spec"),
-						    PE_F("selector"))),
-		     0);
+	cr_assert_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("selector"))),
+		0);
 	cr_expect_eq(diff_fieldset_size(set), 5);
 	a = ser(set);
 	b = ser(parsed);
@@ -607,15 +628,17 @@ Test(fieldset, insert_rejects_non_canonical_text)
 	struct diff_fieldset *set = P(doc_scale);
 	char *before = ser(set), *after;
 
-	cr_expect_eq(diff_fieldset_insert(
-			     set, PATH(PE_K("{\"protocol\":\"TCP\","
-					    "\"containerPort\":80}"))),
-		     ERR_INVALID);
+	cr_expect_eq(
+		diff_fieldset_insert(set, PATH(PE_K("{\"protocol\":\"TCP\","
+						    "\"containerPort\":80}"))),
+		ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_K("{\"a\": 1}"))),
 		     ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_K("[1]"))), ERR_INVALID);
-	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_K("{bad"))), ERR_INVALID);
-	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_V("1.50"))), ERR_INVALID);
+	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_K("{bad"))),
+		     ERR_INVALID);
+	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_V("1.50"))),
+		     ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_V("\"<\""))),
 		     ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_I("01"))), ERR_INVALID);
@@ -623,9 +646,9 @@ Test(fieldset, insert_rejects_non_canonical_text)
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_I(""))), ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_F("\xff"))),
 		     ERR_INVALID);
-	cr_expect_eq(diff_fieldset_insert(
-			     set, PATH({(enum diff_pe_type)7, "x"})),
-		     ERR_INVALID);
+	cr_expect_eq(
+		diff_fieldset_insert(set, PATH({(enum diff_pe_type)7, "x"})),
+		ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_F(NULL))), ERR_INVALID);
 	cr_expect_eq(diff_fieldset_size(set), 1);
 	after = ser(set);
@@ -657,23 +680,25 @@ Test(fieldset, insert_many_into_a_parsed_set)
 	size_t i;
 
 	for (i = 0; i < 300; i++) {
-		snprintf(buf, sizeof(buf), "key-%03zu.example/x", (i * 7) % 300);
+		snprintf(buf, sizeof(buf), "key-%03zu.example/x",
+			 (i * 7) % 300);
 		names[i] = strdup(buf);
-		cr_assert_eq(diff_fieldset_insert(
-				     set, PATH(PE_F("metadata"), PE_F("labels"),
-					       PE_F(names[i]))),
+		cr_assert_eq(diff_fieldset_insert(set, PATH(PE_F("metadata"),
+							    PE_F("labels"),
+							    PE_F(names[i]))),
 			     0);
 	}
 	cr_expect_eq(diff_fieldset_size(set), 7 + 300);
 	for (i = 0; i < 300; i++)
-		cr_expect(diff_fieldset_has(set,
-					    PATH(PE_F("metadata"), PE_F("labels"),
-						 PE_F(names[i]))));
+		cr_expect(diff_fieldset_has(set, PATH(PE_F("metadata"),
+						      PE_F("labels"),
+						      PE_F(names[i]))));
 	qsort(names, 300, sizeof(names[0]), cmp_str);
 	j = diff_fieldset_to_json(set);
 	labels = json_object_get(json_object_get(j, "f:metadata"), "f:labels");
 	i = 0;
-	json_object_foreach (labels, k, v) {
+	json_object_foreach(labels, k, v)
+	{
 		if (strncmp(k, "f:key-", 6))
 			continue;
 		cr_expect_str_eq(k + 2, names[i]);
@@ -704,7 +729,8 @@ Test(fieldset, many_children_unsorted)
 	cr_assert_eq(diff_fieldset_parse(&set, in, NULL), 0);
 	cr_expect_eq(diff_fieldset_size(set), 2000);
 	out = diff_fieldset_to_json(set);
-	json_object_foreach (json_object_get(out, "f:data"), k, v) {
+	json_object_foreach(json_object_get(out, "f:data"), k, v)
+	{
 		cr_expect_gt(strcmp(k, prev), 0, "%s after %s", k, prev);
 		prev = k;
 	}
@@ -717,7 +743,7 @@ Test(fieldset, many_children_unsorted)
 /* --- set algebra --- */
 
 static void expect_op(struct diff_fieldset *(*op)(const struct diff_fieldset *,
-						   const struct diff_fieldset *),
+						  const struct diff_fieldset *),
 		      const char *a, const char *b, const char *want,
 		      size_t size)
 {
@@ -815,12 +841,11 @@ Test(fieldset, algebra_with_null_and_inserted_sets)
 	struct diff_fieldset *a = diff_fieldset_new(), *b = P(doc_scale);
 	struct diff_fieldset *u, *d;
 
-	cr_assert_eq(diff_fieldset_insert(a, PATH(PE_F("spec"),
-						  PE_F("replicas"))),
-		     0);
-	cr_assert_eq(diff_fieldset_insert(a, PATH(PE_F("spec"),
-						  PE_F("paused"))),
-		     0);
+	cr_assert_eq(
+		diff_fieldset_insert(a, PATH(PE_F("spec"), PE_F("replicas"))),
+		0);
+	cr_assert_eq(
+		diff_fieldset_insert(a, PATH(PE_F("spec"), PE_F("paused"))), 0);
 	d = diff_fieldset_difference(a, b);
 	expect_set(d, "{\"f:spec\":{\"f:paused\":{}}}");
 	u = diff_fieldset_union(NULL, b);
@@ -856,24 +881,24 @@ static int collect(const struct diff_path *path, void *data)
 
 Test(fieldset, walk_order_and_stop)
 {
-	struct diff_fieldset *set = P(
-		"{\"f:spec\":{\"f:ports\":{\"k:{\\\"port\\\":443}\":{"
-		"\"f:name\":{}},\"k:{\\\"port\\\":80}\":{\".\":{},"
-		"\"f:name\":{}}},\"f:args\":{\"i:10\":{},\"i:2\":{}},"
-		"\".\":{}},\"f:metadata\":{\"f:finalizers\":{\"v:\\\"b\\\"\":{},"
-		"\"v:\\\"a\\\"\":{}}}}");
+	struct diff_fieldset *set =
+		P("{\"f:spec\":{\"f:ports\":{\"k:{\\\"port\\\":443}\":{"
+		  "\"f:name\":{}},\"k:{\\\"port\\\":80}\":{\".\":{},"
+		  "\"f:name\":{}}},\"f:args\":{\"i:10\":{},\"i:2\":{}},"
+		  "\".\":{}},\"f:metadata\":{\"f:finalizers\":{\"v:\\\"b\\\"\":"
+		  "{},"
+		  "\"v:\\\"a\\\"\":{}}}}");
 	struct collect c = {BUF_INIT, 0, 0};
 
 	cr_expect_eq(diff_fieldset_walk(set, collect, &c), 0);
-	cr_expect_str_eq(buf_cstr(&c.out),
-			 ".metadata.finalizers[=\"a\"]\n"
-			 ".metadata.finalizers[=\"b\"]\n"
-			 ".spec\n"
-			 ".spec.args[2]\n"
-			 ".spec.args[10]\n"
-			 ".spec.ports[port=80]\n"
-			 ".spec.ports[port=80].name\n"
-			 ".spec.ports[port=443].name\n");
+	cr_expect_str_eq(buf_cstr(&c.out), ".metadata.finalizers[=\"a\"]\n"
+					   ".metadata.finalizers[=\"b\"]\n"
+					   ".spec\n"
+					   ".spec.args[2]\n"
+					   ".spec.args[10]\n"
+					   ".spec.ports[port=80]\n"
+					   ".spec.ports[port=80].name\n"
+					   ".spec.ports[port=443].name\n");
 	cr_expect_eq((size_t)c.calls, diff_fieldset_size(set));
 
 	buf_reset(&c.out);
@@ -920,9 +945,11 @@ Test(fieldset, path_format)
 	expect_path(PATH(PE_F("metadata"), PE_F("labels"),
 			 PE_F("app.kubernetes.io/name")),
 		    ".metadata.labels.app.kubernetes.io/name");
-	expect_path(PATH(PE_K("{\"a\":true,\"b\":null,\"c\":-1.5,"
-			      "\"d\":\"q\\\"\\u003c\",\"e\":[1,{\"x\":\"]\"}]}")),
-		    "[a=true,b=null,c=-1.5,d=\"q\\\"\\u003c\",e=[1,{\"x\":\"]\"}]]");
+	expect_path(
+		PATH(PE_K("{\"a\":true,\"b\":null,\"c\":-1.5,"
+			  "\"d\":\"q\\\"\\u003c\",\"e\":[1,{\"x\":\"]\"}]}")),
+		"[a=true,b=null,c=-1.5,d=\"q\\\"\\u003c\",e=[1,{\"x\":\"]\"}]"
+		"]");
 	/* key names are shown unescaped */
 	expect_path(PATH(PE_K("{\"a\\\"b\":1}")), "[a\"b=1]");
 	expect_path(PATH(PE_K("{}")), "[]");
@@ -934,9 +961,8 @@ Test(fieldset, path_format)
 	/* appends; an unknown type fails and leaves the buffer alone */
 	buf_adds(&b, "x");
 	cr_expect_eq(diff_path_format(PATH(PE_F("a")), &b), 0);
-	cr_expect_eq(diff_path_format(PATH(PE_F("a"),
-					   {(enum diff_pe_type)9, "z"}),
-				      &b),
+	cr_expect_eq(diff_path_format(
+			     PATH(PE_F("a"), {(enum diff_pe_type)9, "z"}), &b),
 		     ERR_INVALID);
 	cr_expect_str_eq(buf_cstr(&b), "x.a");
 	buf_release(&b);
@@ -952,8 +978,7 @@ Test(fieldset, parse_errors)
 
 	expect_error("{\"f:spec\":{\"x:foo\":{}}}", ERR_PARSE,
 		     "fieldsV1 .spec: unknown prefix \"x:foo\"");
-	expect_error("{\"f\":{}}", ERR_PARSE,
-		     "fieldsV1: unknown prefix \"f\"");
+	expect_error("{\"f\":{}}", ERR_PARSE, "fieldsV1: unknown prefix \"f\"");
 	expect_error("{\"f:spec\":{\"F:x\":{}}}", ERR_PARSE,
 		     "fieldsV1 .spec: unknown prefix \"F:x\"");
 	expect_error("{\"f:spec\":{\"f:containers\":{\"k:{bad json\":{}}}}",
@@ -970,13 +995,16 @@ Test(fieldset, parse_errors)
 	expect_error("{\"f:metadata\":{\"f:finalizers\":{\"v:\\\"x\":{}}}}",
 		     ERR_PARSE,
 		     "fieldsV1 .metadata.finalizers: v:\"x: not valid JSON");
-	expect_error("{\"v:1 2\":{}}", ERR_PARSE, "fieldsV1: v:1 2: not valid JSON");
-	expect_error("{\"v:01\":{}}", ERR_PARSE, "fieldsV1: v:01: not valid JSON");
+	expect_error("{\"v:1 2\":{}}", ERR_PARSE,
+		     "fieldsV1: v:1 2: not valid JSON");
+	expect_error("{\"v:01\":{}}", ERR_PARSE,
+		     "fieldsV1: v:01: not valid JSON");
 	expect_error("{\"v:1e999\":{}}", ERR_PARSE,
 		     "fieldsV1: v:1e999: not valid JSON");
 	expect_error("{\"v:\\\"\\\\x\\\"\":{}}", ERR_PARSE,
 		     "fieldsV1: v:\"\\x\": not valid JSON");
-	expect_error("{\"v:tru\":{}}", ERR_PARSE, "fieldsV1: v:tru: not valid JSON");
+	expect_error("{\"v:tru\":{}}", ERR_PARSE,
+		     "fieldsV1: v:tru: not valid JSON");
 	expect_error("{\"f:spec\":{\"f:args\":{\"i:-1\":{}}}}", ERR_PARSE,
 		     "fieldsV1 .spec.args: i:-1: not a non-negative integer");
 	expect_error("{\"i:\":{}}", ERR_PARSE,
@@ -1064,9 +1092,9 @@ Test(fieldset, depth_limit)
 	cr_expect_eq(diff_fieldset_parse(&set, j, &err), ERR_LIMIT);
 	cr_expect_null(set);
 	cr_expect_eq(strncmp(err_first(&err), "fieldsV1 .a.a.a.", 16), 0);
-	cr_expect_neq(strstr(err_first(&err),
-			     ": nested deeper than 256 levels"),
-		      NULL);
+	cr_expect_neq(
+		strstr(err_first(&err), ": nested deeper than 256 levels"),
+		NULL);
 	json_decref(j);
 	err_reset(&err);
 
@@ -1088,9 +1116,9 @@ Test(fieldset, depth_limit)
 	j = J(deep.ptr);
 	cr_expect_eq(diff_fieldset_parse(&set, j, &err), ERR_LIMIT);
 	cr_expect_eq(strncmp(err_first(&err), "fieldsV1: v:[[[[", 16), 0);
-	cr_expect_neq(strstr(err_first(&err),
-			     ": JSON too long or nested too deeply"),
-		      NULL);
+	cr_expect_neq(
+		strstr(err_first(&err), ": JSON too long or nested too deeply"),
+		NULL);
 	json_decref(j);
 	buf_release(&deep);
 	err_release(&err);
@@ -1183,8 +1211,8 @@ Test(fieldset, fuzz_mutated_text)
 				t[len] = '\0';
 				break;
 			case 1:
-				t[pos] = alphabet[rng() % (sizeof(alphabet) -
-							   1)];
+				t[pos] = alphabet[rng() %
+						  (sizeof(alphabet) - 1)];
 				break;
 			case 2:
 				t[pos] = (char)(rng() & 0xff);
@@ -1216,11 +1244,23 @@ Test(fieldset, fuzz_mutated_text)
 Test(fieldset, fuzz_element_texts)
 {
 	static const char *const atoms[] = {
-		"\"a\"", "\"\\u00e9\"", "\"\\ud800\"", "\"<\"", "\"\\\\\"",
-		"0", "-0", "1", "80", "443", "1.5", "1e3", "-2.5e-8",
-		"9223372036854775808", "true", "false", "null", "[]", "{}",
-		"\"\\\"\"", "\"\\n\"", "1e400", "01", "\"", "{", "[", ",",
-		":", " ", "\"x", "tru", "\xc3\xa9", "\"\\u12\"",
+		"\"a\"",       "\"\\u00e9\"",
+		"\"\\ud800\"", "\"<\"",
+		"\"\\\\\"",    "0",
+		"-0",	       "1",
+		"80",	       "443",
+		"1.5",	       "1e3",
+		"-2.5e-8",     "9223372036854775808",
+		"true",	       "false",
+		"null",	       "[]",
+		"{}",	       "\"\\\"\"",
+		"\"\\n\"",     "1e400",
+		"01",	       "\"",
+		"{",	       "[",
+		",",	       ":",
+		" ",	       "\"x",
+		"tru",	       "\xc3\xa9",
+		"\"\\u12\"",
 	};
 	size_t na = sizeof(atoms) / sizeof(atoms[0]);
 	size_t iter, parsed = 0;
@@ -1268,19 +1308,33 @@ Test(fieldset, lookup_with_garbage_text)
 {
 	struct diff_fieldset *set = P(service);
 	static const char *const texts[] = {
-		"", "{", "{\"port\"", "{\"port\":", "{\"port\":80,",
-		"{\"port\":80,\"protocol\":\"TCP\"", "[", "\"", "\"\\u",
-		"{\"a\":[[[[", "-", "1e", "{\"port\":1e99999999}", "nul",
+		"",
+		"{",
+		"{\"port\"",
+		"{\"port\":",
+		"{\"port\":80,",
+		"{\"port\":80,\"protocol\":\"TCP\"",
+		"[",
+		"\"",
+		"\"\\u",
+		"{\"a\":[[[[",
+		"-",
+		"1e",
+		"{\"port\":1e99999999}",
+		"nul",
 	};
 	size_t i;
 
 	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-		cr_expect_not(diff_fieldset_has(
-			set, PATH(PE_F("spec"), PE_F("ports"), PE_K(texts[i]))));
-		cr_expect_not(diff_fieldset_has(
-			set, PATH(PE_F("spec"), PE_F("ports"), PE_V(texts[i]))));
-		cr_expect_not(diff_fieldset_has(
-			set, PATH(PE_F("spec"), PE_F("ports"), PE_I(texts[i]))));
+		cr_expect_not(
+			diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("ports"),
+						    PE_K(texts[i]))));
+		cr_expect_not(
+			diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("ports"),
+						    PE_V(texts[i]))));
+		cr_expect_not(
+			diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("ports"),
+						    PE_I(texts[i]))));
 		free(path_str(PATH(PE_K(texts[i]))));
 	}
 	cr_expect(diff_fieldset_has(

@@ -6,7 +6,7 @@
 static json_t *obj(const char *text)
 {
 	json_error_t jerr;
-	json_t *j = json_loads(text, 0, &jerr);
+	json_t *j = json_loads(text, JSON_DECODE_ANY, &jerr);
 
 	cr_assert_not_null(j, "bad test JSON: %s", jerr.text);
 	return j;

@@ -202,24 +202,34 @@ Test(proc, bad_cwd_is_an_error)
 	err_release(&err);
 }
 
-static char *make_tmpdir(void)
+/*
+ * A scratch directory for one test (each test runs in its own process),
+ * removed by the .fini hook even when an assertion ends the test early.
+ */
+static char *tmp_dir;
+
+static const char *make_tmpdir(void)
 {
 	char tmpl[] = "/tmp/syncd-proc-XXXXXX";
-	char *dir = mkdtemp(tmpl), *real;
+	char *dir = mkdtemp(tmpl);
 
 	cr_assert_not_null(dir);
-	real = realpath(dir, NULL);
-	cr_assert_not_null(real);
-	return real;
+	tmp_dir = realpath(dir, NULL);
+	cr_assert_not_null(tmp_dir);
+	return tmp_dir;
 }
 
-static void remove_tree(const char *dir)
+static void remove_tmpdir(void)
 {
-	const char *argv[] = {"rm", "-rf", dir, NULL};
+	const char *argv[] = {"rm", "-rf", tmp_dir, NULL};
 	struct proc_result res = PROC_RESULT_INIT;
 
+	if (!tmp_dir)
+		return;
 	proc_run(&res, argv, NULL, NULL);
 	proc_result_release(&res);
+	free(tmp_dir);
+	tmp_dir = NULL;
 }
 
 static void write_file(const char *dir, const char *name, const char *text,
@@ -236,20 +246,19 @@ static void write_file(const char *dir, const char *name, const char *text,
 	cr_assert_eq(chmod(path, mode), 0);
 }
 
-Test(proc, cwd_is_honoured)
+Test(proc, cwd_is_honoured, .fini = remove_tmpdir)
 {
 	const char *argv[] = {"pwd", NULL};
 	struct proc_options opts = PROC_OPTIONS_INIT;
 	struct proc_result res = PROC_RESULT_INIT;
-	char *dir = make_tmpdir(), want[512];
+	const char *dir = make_tmpdir();
+	char want[512];
 
 	opts.cwd = dir;
 	cr_assert_eq(proc_run(&res, argv, &opts, NULL), 0);
 	snprintf(want, sizeof(want), "%s\n", dir);
 	cr_assert_str_eq(buf_cstr(&res.out), want);
 	proc_result_release(&res);
-	rmdir(dir);
-	free(dir);
 }
 
 Test(proc, env_is_exactly_the_given_list)
@@ -285,14 +294,15 @@ Test(proc, env_is_inherited_by_default)
 	proc_result_release(&res);
 }
 
-Test(proc, relative_path_entries_are_skipped)
+Test(proc, relative_path_entries_are_skipped, .fini = remove_tmpdir)
 {
 	const char *bare[] = {"syncd-test-tool", NULL};
 	const char *dotted[] = {"./syncd-test-tool", NULL};
 	struct proc_options opts = PROC_OPTIONS_INIT;
 	struct proc_result res = PROC_RESULT_INIT;
 	struct err err = ERR_INIT;
-	char *dir = make_tmpdir(), path[600];
+	const char *dir = make_tmpdir();
+	char path[600];
 
 	write_file(dir, "syncd-test-tool", "#!/bin/sh\necho ran\n", 0755);
 	opts.cwd = dir;
@@ -316,17 +326,15 @@ Test(proc, relative_path_entries_are_skipped)
 	proc_result_release(&res);
 
 	err_release(&err);
-	remove_tree(dir);
-	free(dir);
 }
 
-Test(proc, not_executable_is_an_io_error)
+Test(proc, not_executable_is_an_io_error, .fini = remove_tmpdir)
 {
 	const char *argv[] = {"./data.txt", NULL};
 	struct proc_options opts = PROC_OPTIONS_INIT;
 	struct proc_result res = PROC_RESULT_INIT;
 	struct err err = ERR_INIT;
-	char *dir = make_tmpdir();
+	const char *dir = make_tmpdir();
 
 	write_file(dir, "data.txt", "not a program\n", 0644);
 	opts.cwd = dir;
@@ -335,8 +343,6 @@ Test(proc, not_executable_is_an_io_error)
 			 "./data.txt: cannot execute: Permission denied");
 	proc_result_release(&res);
 	err_release(&err);
-	remove_tree(dir);
-	free(dir);
 }
 
 static char *pattern(size_t len)
