@@ -3,7 +3,7 @@
 #   make            build build/syncd
 #   make test       build and run every test (unit, data-driven, integration)
 #   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make valgrind   the unit tests under valgrind memcheck
+#   make valgrind   the tests under valgrind memcheck (syncd runs included)
 #   make deps       install the Debian packages (as root), else print the command
 #   make bench      run the benchmarks in bench/ (compares with peers)
 #   make demo      render the example app (the main job, until the controller lands)
@@ -137,8 +137,8 @@ test: $(SYNCD) $(UNIT_BINS)
 check:
 	$(MAKE) SANITIZE=address,undefined test
 
-valgrind: $(UNIT_BINS)
-	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit
+valgrind: $(SYNCD) $(UNIT_BINS)
+	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit integration
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

@@ -34,9 +34,9 @@
  * Parsing canonicalizes with a small JSON reader of its own writing
  * straight into the arena (no jansson round trip per element).
  *
- * Invariant: every node is a member or has a member below it. Only an
- * insert that fails half way (out of memory) can leave a non-member leaf
- * behind, so every reader treats such a leaf as absent.
+ * Invariant: every node is a member or has a member below it (a failed
+ * insert unlinks what it added). Readers do not rely on it, though: a
+ * non-member leaf would read as absent everywhere.
  *
  * No global state: sets may be used from several threads as long as one
  * set is not modified while another thread reads it.
@@ -1883,14 +1883,19 @@ static int pe_store(struct diff_fieldset *s, const struct diff_pe *pe,
 	return 0;
 }
 
+/*
+ * Add one path. All or nothing: when an element turns out invalid (or
+ * memory runs out) after new nodes were linked in, the first of them is
+ * unlinked again, so the set is as it was (the arena keeps the bytes).
+ */
 int diff_fieldset_insert(struct diff_fieldset *set,
 			 const struct diff_path *path)
 {
-	uint32_t cur = 0;
+	uint32_t cur = 0, first_parent = 0;
+	size_t i, pos, len, first_pos = 0;
+	bool found, created = false;
 	struct node child, *n;
-	size_t i, pos, len;
-	bool found;
-	int error;
+	int error = 0;
 
 	if (!set || !path || (path->len && !path->pe))
 		return ERR_INVALID;
@@ -1912,9 +1917,15 @@ int diff_fieldset_insert(struct diff_fieldset *set,
 			cur = kid_off(node_at(set, cur), pos);
 			continue;
 		}
-		if ((error = pe_store(set, pe, len, &child)) < 0 ||
-		    (error = child_insert(set, cur, pos, &child, &cur)) < 0)
-			return error;
+		if ((error = pe_store(set, pe, len, &child)) < 0)
+			goto undo;
+		if (!created) {
+			first_parent = cur;
+			first_pos = pos;
+		}
+		if ((error = child_insert(set, cur, pos, &child, &cur)) < 0)
+			goto undo;
+		created = true;
 	}
 	n = node_at(set, cur);
 	if (!node_member(n)) {
@@ -1922,6 +1933,16 @@ int diff_fieldset_insert(struct diff_fieldset *set,
 		set->members++;
 	}
 	return 0;
+undo:
+	if (created) {
+		struct node *pn = node_at(set, first_parent);
+		struct node *kids = node_kids(set, pn);
+
+		memmove(&kids[first_pos], &kids[first_pos + 1],
+			(pn->nkids - first_pos - 1) * sizeof(*kids));
+		pn->nkids--;
+	}
+	return error;
 }
 
 /* The node at a path, or NULL. */

@@ -650,9 +650,24 @@ Test(fieldset, insert_rejects_non_canonical_text)
 		diff_fieldset_insert(set, PATH({(enum diff_pe_type)7, "x"})),
 		ERR_INVALID);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_F(NULL))), ERR_INVALID);
+	/* all or nothing: new nodes before a bad element are taken back */
+	cr_expect_eq(
+		diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("new"),
+					       PE_F("deeper"), PE_K("{bad"))),
+		ERR_INVALID);
+	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_F("status"), PE_I("x"))),
+		     ERR_INVALID);
+	cr_expect_not(
+		diff_fieldset_has_prefix(set, PATH(PE_F("spec"), PE_F("new"))));
+	cr_expect_not(diff_fieldset_has_prefix(set, PATH(PE_F("status"))));
 	cr_expect_eq(diff_fieldset_size(set), 1);
 	after = ser(set);
 	cr_expect_str_eq(after, before);
+	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_F("spec"), PE_F("new"))),
+		     0);
+	cr_expect(diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("new"))));
+	cr_expect(diff_fieldset_has(set, PATH(PE_F("spec"), PE_F("replicas"))));
+	cr_expect_eq(diff_fieldset_size(set), 2);
 	free(before);
 	free(after);
 
@@ -662,7 +677,7 @@ Test(fieldset, insert_rejects_non_canonical_text)
 		     0);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_V("1.5"))), 0);
 	cr_expect_eq(diff_fieldset_insert(set, PATH(PE_I("10"))), 0);
-	cr_expect_eq(diff_fieldset_size(set), 4);
+	cr_expect_eq(diff_fieldset_size(set), 5);
 	diff_fieldset_free(set);
 }
 
