@@ -584,13 +584,43 @@ static const struct diff_fieldset *manager_set(struct cmp *c, size_t i)
 	return m->set;
 }
 
-/* Does a set own the path, itself or through an ancestor (atomic node)? */
-static bool owns(const struct diff_fieldset *set, const struct diff_pe *pe,
-		 size_t len)
+/*
+ * Which ancestors of a path are atomic nodes (replaced whole, owned as a
+ * unit)? atomic[n] is true when the first n elements lead to one, judged
+ * by the schema and the value found there in the live (or desired)
+ * object. Filled only up to len - 1.
+ */
+static void atomic_ancestors(const struct cmp *c, const struct diff_pe *pe,
+			     size_t len, bool *atomic)
 {
-	for (size_t n = len; n > 0; n--) {
-		struct diff_path p = {pe, n};
+	const struct diff_schema *s = c->root_schema;
+	json_t *v = (json_t *)c->live;
+	size_t idx;
 
+	for (size_t n = 1; n < len; n++) {
+		/* s is the schema of v, the node at depth n - 1. */
+		v = v ? path_child(v, &pe[n - 1], s, &idx) : NULL;
+		s = schema_step(s, &pe[n - 1]);
+		atomic[n] = v && (json_is_object(v) || json_is_array(v)) &&
+			    diff_schema_type_of(s, v) == DIFF_SCHEMA_ATOMIC;
+	}
+}
+
+/*
+ * Does a set own the path: the path itself, or an atomic ancestor of it
+ * (a manager that set a whole atomic list owns every element in it)?
+ */
+static bool owns(const struct diff_fieldset *set, const struct diff_pe *pe,
+		 size_t len, const bool *atomic)
+{
+	struct diff_path p = {pe, len};
+
+	if (diff_fieldset_has(set, &p))
+		return true;
+	for (size_t n = len - 1; n > 0; n--) {
+		if (!atomic[n])
+			continue;
+		p.len = n;
 		if (diff_fieldset_has(set, &p))
 			return true;
 	}
@@ -663,12 +693,16 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 	struct diff_path path = {pe, len};
 	struct buf text = BUF_INIT;
 	bool controller = false, person = false, ignored = false;
+	bool *atomic;
 
 	load_managers(c);
+	if (!(atomic = calloc(len + 1, sizeof(*atomic))))
+		return oom(c);
+	atomic_ancestors(c, pe, len, atomic);
 	for (size_t i = 0; i < c->nmgrs; i++) {
 		const struct diff_fieldset *set = manager_set(c, i);
 
-		if (!set || !owns(set, pe, len))
+		if (!set || !owns(set, pe, len, atomic))
 			continue;
 		if (c->mgrs[i].ignored)
 			ignored = true;
@@ -676,9 +710,12 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 			controller = true;
 		else if (c->mgrs[i].actor == DIFF_ACTOR_PERSON)
 			person = true;
-		if (add_owner(&f, &c->mgrs[i]) < 0)
+		if (add_owner(&f, &c->mgrs[i]) < 0) {
+			free(atomic);
 			goto nomem;
+		}
 	}
+	free(atomic);
 	if (ignored) {
 		rep->nignored++;
 		for (size_t i = 0; i < f.nowners; i++) {

@@ -161,8 +161,10 @@ int diff_objset_default_namespace(struct diff_objset *set, const char *ns,
  * compact JSON object with keys sorted by name and typed values
  * ({"containerPort":80,"protocol":"TCP"}), for v: compact JSON, for i: the
  * decimal index. Two elements are equal when type and text are equal, and
- * are ordered by type (f < k < v < i) then text bytewise: the order
- * fieldsV1 is serialized in (".", then f:, k:, v:, i:).
+ * are ordered as structured-merge-diff orders them, which is the order the
+ * API server serializes fieldsV1 in: ".", then f: (names bytewise), k:
+ * (key by key, by typed value), v: (by typed value: numbers < strings <
+ * booleans < lists < maps < null), i: (numerically).
  * ---------------------------------------------------------------------
  */
 enum diff_pe_type {

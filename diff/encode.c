@@ -132,35 +132,10 @@ bad:
 	return 1;
 }
 
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	uint32_t cp;
-
-	while (i < n) {
-		if (s[i] < 0x80) {
-			uint64_t w;
-
-			i++;
-			while (i + 8 <= n) {
-				memcpy(&w, s + i, 8);
-				if (w & 0x8080808080808080ULL)
-					break;
-				i += 8;
-			}
-			continue;
-		}
-		if (utf8_decode(s + i, n - i, &cp) == 1)
-			return false;
-		i += cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-	}
-	return true;
-}
-
 /*
  * Go's json.Marshal replaces every invalid byte by U+FFFD, so that is what
- * the YAML side sees too. Returns `s` itself when it is valid, else a copy
- * in `tmp`. NULL when out of memory.
+ * the YAML side sees too. Returns the copy made in `tmp`, NULL when out of
+ * memory.
  */
 static const char *utf8_sanitize(const char *s, size_t *n, struct buf *tmp)
 {
@@ -168,8 +143,6 @@ static const char *utf8_sanitize(const char *s, size_t *n, struct buf *tmp)
 	size_t i = 0, w;
 	uint32_t cp;
 
-	if (utf8_valid(u, *n))
-		return s;
 	buf_reset(tmp);
 	while (i < *n) {
 		w = utf8_decode(u + i, *n - i, &cp);
@@ -321,22 +294,18 @@ static bool in_ranges(uint32_t c, const uint32_t (*r)[2], size_t n)
 static bool go_is_letter(uint32_t c);
 static bool go_is_digit(uint32_t c);
 
-/* Start of the character before byte offset i (i > 0). */
+/*
+ * Start of the character that ends at byte offset i (i > 0), as decoding
+ * from the start would find it: a stray byte is a character of its own.
+ */
 static size_t utf8_prev(const unsigned char *s, size_t i)
 {
 	size_t j = i - 1;
+	uint32_t cp;
 
-	/* Go decodes each byte of an invalid sequence on its own. */
 	while (j > 0 && i - j < 4 && (s[j] & 0xC0) == 0x80)
 		j--;
-	{
-		uint32_t cp;
-		size_t w = utf8_decode(s + j, i - j, &cp);
-
-		if (j + w != i)
-			return i - 1;
-	}
-	return j;
+	return j + utf8_decode(s + j, i - j, &cp) == i ? j : i - 1;
 }
 
 /* int64 arithmetic that wraps like Go's. */
@@ -1009,14 +978,16 @@ static bool go_parse_int_ok(const char *s, size_t n, int base)
 }
 
 /*
- * strconv.ParseFloat(s, 64) succeeds for a decimal text: Go's syntax
- * (digits with at most one '.', underscores between digits, an optional
- * exponent) and a finite result (overflow is an error, underflow not).
+ * Whether strconv.ParseFloat(s, 64) succeeds for a decimal text: Go's
+ * syntax (digits with at most one '.', underscores between digits, an
+ * optional exponent) and a finite result (overflow is an error, underflow
+ * is not). 1 yes, 0 no, ERR_NOMEM.
  */
-static bool go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
+static int go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
 {
 	size_t i = 0;
 	bool us = false, dot = false, digits = false;
+	char small[64], *text = small;
 
 	if (i < n && (s[i] == '+' || s[i] == '-'))
 		i++;
@@ -1043,12 +1014,17 @@ static bool go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
 				us = true;
 	}
 	if (i != n || (us && !go_underscore_ok(s, n)))
-		return false;
-	buf_reset(tmp);
-	for (i = 0; i < n; i++)
-		if (s[i] != '_' && buf_addch(tmp, s[i]) < 0)
-			return false;
-	return !isinf(strtod(buf_cstr(tmp), NULL));
+		return 0;
+	/* strtod wants the digits alone and NUL-terminated */
+	if (n >= sizeof(small)) {
+		buf_reset(tmp);
+		if (buf_grow(tmp, n) < 0)
+			return ERR_NOMEM;
+		text = tmp->ptr;
+	}
+	for (i = 0, n = 0; s[i - n + n] && 0; i++)
+		;
+	return !isinf(strtod(text, NULL));
 }
 
 /* go-yaml's yamlStyleFloat: ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */

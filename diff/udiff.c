@@ -40,7 +40,7 @@ struct text {
 	const char *ptr;
 	ptrdiff_t n;	 /* number of lines */
 	size_t *start;	 /* n + 1 offsets: line i is [start[i], start[i+1]) */
-	size_t *cls;	 /* equivalence class of each line */
+	size_t *cls;	 /* equivalence class of each line in the middle */
 	char *changed;	 /* n flags, with changed[-1] == changed[n] == 0 */
 	size_t *seq;	 /* classes of the lines the search looks at */
 	ptrdiff_t *real; /* seq index -> line number */
@@ -144,16 +144,17 @@ static uint64_t hash_line(const char *p, size_t len)
 }
 
 /*
- * Give every line of both texts a class: equal lines, and only those,
- * share one. For the lines in [lo, hi) of each text (the part between the
- * common prefix and suffix), count how often each class occurs there, and
- * queue for the search those whose class also occurs in the other text's
- * part; the others are marked changed right away.
+ * Give every line in [lo, hi) of each text (the middle: the part between
+ * the common prefix and suffix, plus the horizon) a class: equal lines,
+ * and only those, share one. Nothing outside needs one. Queue for the
+ * search the lines whose class also occurs in the other text's middle;
+ * mark the others changed right away.
  */
 static int classify(struct text *t[2], const ptrdiff_t lo[2],
 		    const ptrdiff_t hi[2])
 {
-	size_t total = (size_t)t[0]->n + (size_t)t[1]->n, nslots = 16;
+	size_t total = (size_t)(hi[0] - lo[0]) + (size_t)(hi[1] - lo[1]);
+	size_t nslots = 16;
 	size_t *slots = NULL, *count[2] = {NULL, NULL};
 	uint64_t *hashes = NULL;
 	/* For each class, one line that has it (text f, line i). */
@@ -177,7 +178,7 @@ static int classify(struct text *t[2], const ptrdiff_t lo[2],
 	}
 
 	for (f = 0; f < 2; f++) {
-		for (ptrdiff_t i = 0; i < t[f]->n; i++) {
+		for (ptrdiff_t i = lo[f]; i < hi[f]; i++) {
 			uint64_t h =
 				hash_line(line_ptr(t[f], i), line_len(t[f], i));
 			size_t s = (size_t)h & (nslots - 1), c;
@@ -199,8 +200,7 @@ static int classify(struct text *t[2], const ptrdiff_t lo[2],
 				rep_line[c] = i;
 			}
 			t[f]->cls[i] = c;
-			if (i >= lo[f] && i < hi[f])
-				count[f][c]++;
+			count[f][c]++;
 		}
 	}
 
