@@ -400,7 +400,7 @@ static char *b64_encode(const char *in, size_t len)
 }
 
 /*
- * "<secret sha256:0123456789abcdef>": an HMAC of the secret's bytes (the
+ * "(secret sha256:0123456789abcdef)": an HMAC of the secret's bytes (the
  * decoded bytes for data, the string for stringData), so two equal values
  * show the same fingerprint and the value itself cannot be read back.
  */
@@ -417,7 +417,7 @@ static json_t *fingerprint(const struct diff_options *opts, const json_t *v,
 
 	if (!s) {
 		/* Not a string: still never show it. */
-		return json_string("<secret>");
+		return json_string("(secret)");
 	}
 	if (base64 && b64_decode(s, len, &raw)) {
 		s = buf_cstr(&raw);
@@ -427,7 +427,7 @@ static json_t *fingerprint(const struct diff_options *opts, const json_t *v,
 	hmac_sha256(key, key_len, s, len, mac);
 	buf_release(&raw);
 	hex_encode(mac, 8, hex);
-	snprintf(text, sizeof(text), "<secret sha256:%s>", hex);
+	snprintf(text, sizeof(text), "(secret sha256:%s)", hex);
 	return json_string(text);
 }
 
@@ -819,6 +819,9 @@ static int cmp_string_data(struct cmp *c, const json_t *d, const json_t *l)
 
 	json_object_foreach ((json_t *)sd, k, v) {
 		const json_t *lv = json_object_get(data, k);
+		/* A server never returns stringData; a file written by hand may. */
+		const json_t *lsd = json_object_get(
+			json_object_get(l, "stringData"), k);
 		char *enc = json_is_string(v) ? b64_encode(json_string_value(v),
 							   json_string_length(v))
 					      : NULL;
@@ -827,6 +830,10 @@ static int cmp_string_data(struct cmp *c, const json_t *d, const json_t *l)
 		int error = 0;
 
 		free(enc);
+		if (lsd && !lv) {
+			same = json_equal((json_t *)v, (json_t *)lsd);
+			lv = lsd;
+		}
 		if (same)
 			continue;
 		if ((error = push(c, DIFF_PE_FIELD, "stringData", false)) < 0 ||

@@ -985,7 +985,7 @@ static bool go_parse_int_ok(const char *s, size_t n, int base)
  */
 static int go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
 {
-	size_t i = 0;
+	size_t i = 0, k;
 	bool us = false, dot = false, digits = false;
 	char small[64], *text = small;
 
@@ -1002,13 +1002,13 @@ static int go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
 			break;
 	}
 	if (!digits)
-		return false;
+		return 0;
 	if (i < n && lower(s[i]) == 'e') {
 		i++;
 		if (i < n && (s[i] == '+' || s[i] == '-'))
 			i++;
 		if (i >= n || !is_digit(s[i]))
-			return false;
+			return 0;
 		for (; i < n && (is_digit(s[i]) || s[i] == '_'); i++)
 			if (s[i] == '_')
 				us = true;
@@ -1022,8 +1022,10 @@ static int go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
 			return ERR_NOMEM;
 		text = tmp->ptr;
 	}
-	for (i = 0, n = 0; s[i - n + n] && 0; i++)
-		;
+	for (i = 0, k = 0; i < n; i++)
+		if (s[i] != '_')
+			text[k++] = s[i];
+	text[k] = '\0';
 	return !isinf(strtod(text, NULL));
 }
 
@@ -1220,54 +1222,56 @@ static bool yaml_resolve_map(const char *s, size_t n)
  * the plain text back as a string (not a bool, null, int, float or
  * timestamp, YAML 1.1 rules) and it is no base-60 float ("1:20"). Only the
  * first character picks the candidates, as in go-yaml's resolve().
+ * 1 yes, 0 no, ERR_NOMEM.
  */
-static bool yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
-			      struct buf *tmp2)
+static int yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
+			     struct buf *tmp2)
 {
 	const char *plain;
 	size_t i, pn;
 	uint64_t u;
+	int rc;
 	char c;
 
 	if (n == 0)
-		return false; /* null */
+		return 0; /* null */
 	c = s[0];
 	if (!resolve_hint[(unsigned char)c])
-		return true;
+		return 1;
 	if (yaml_resolve_map(s, n))
-		return false;
+		return 0;
 	if (c == '.')
-		return !go_parse_float_ok(s, n, tmp2);
+		return (rc = go_parse_float_ok(s, n, tmp2)) < 0 ? rc : !rc;
 	if (c != '+' && c != '-' && !is_digit(c))
-		return true;
+		return 1;
 
 	if (yaml_is_timestamp(s, n))
-		return false;
+		return 0;
 	plain = s;
 	pn = n;
 	if (memchr(s, '_', n)) {
 		buf_reset(tmp);
 		for (i = 0; i < n; i++)
 			if (s[i] != '_' && buf_addch(tmp, s[i]) < 0)
-				return true;
+				return ERR_NOMEM;
 		plain = buf_cstr(tmp);
 		pn = tmp->len;
 	}
-	if (go_parse_int_ok(plain, pn, 0))
-		return false;
-	if (go_parse_uint(plain, pn, 0, &u) == GO_OK)
-		return false;
-	if (yaml_style_float(plain, pn) && go_parse_float_ok(plain, pn, tmp2))
-		return false;
+	if (go_parse_int_ok(plain, pn, 0) ||
+	    go_parse_uint(plain, pn, 0, &u) == GO_OK)
+		return 0;
+	if (yaml_style_float(plain, pn) &&
+	    (rc = go_parse_float_ok(plain, pn, tmp2)) != 0)
+		return rc < 0 ? rc : 0;
 	if (pn >= 2 && plain[0] == '0' && plain[1] == 'b') {
 		if (go_parse_int_ok(plain + 2, pn - 2, 2) ||
 		    go_parse_uint(plain + 2, pn - 2, 2, &u) == GO_OK)
-			return false;
+			return 0;
 	} else if (pn >= 3 && !memcmp(plain, "-0b", 3)) {
 		/* ParseInt("-" + plain[3:], 2) */
 		if (go_parse_uint(plain + 3, pn - 3, 2, &u) == GO_OK &&
 		    u <= (uint64_t)1 << 63)
-			return false;
+			return 0;
 	}
 	return !yaml_is_base60_float(s, n);
 }
@@ -1286,11 +1290,8 @@ struct yemit {
 	int error;
 	int column;      /* in characters */
 	int indent;      /* -1 before the root node */
-	int flow_level;
 	bool whitespace; /* the last thing written was whitespace */
 	bool indention;  /* only indentation on this line so far */
-	bool root_context;
-	bool sequence_context;
 	bool mapping_context;
 	bool simple_key_context;
 	struct keystack ks;
@@ -1578,23 +1579,26 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
 		a->block_plain_allowed = false;
 }
 
-/* Our scalars are all implicit, untagged and without anchors. */
+/*
+ * Our scalars are all implicit, untagged and without anchors, and never
+ * inside a flow collection (go-yaml writes only empty ones in flow style),
+ * so go-yaml's flow_level is always 0 here.
+ */
 static enum yaml_style yaml_emitter_select_scalar_style(
 	const struct yemit *e, const struct yscalar *a, enum yaml_style style)
 {
 	if (e->simple_key_context && a->multiline)
 		style = Y_DOUBLE;
 	if (style == Y_PLAIN) {
-		if ((e->flow_level > 0 && !a->flow_plain_allowed) ||
-		    (e->flow_level == 0 && !a->block_plain_allowed))
+		if (!a->block_plain_allowed)
 			style = Y_SINGLE;
-		if (a->n == 0 && (e->flow_level > 0 || e->simple_key_context))
+		if (a->n == 0 && e->simple_key_context)
 			style = Y_SINGLE;
 	}
 	if (style == Y_SINGLE && !a->single_quoted_allowed)
 		style = Y_DOUBLE;
 	if (style == Y_LITERAL &&
-	    (!a->block_allowed || e->flow_level > 0 || e->simple_key_context))
+	    (!a->block_allowed || e->simple_key_context))
 		style = Y_DOUBLE;
 	return style;
 }
@@ -1993,20 +1997,23 @@ static void y_string(struct yemit *e, const struct yscalar *a)
 	const char *s = (const char *)a->v;
 	enum yaml_style want;
 
-	if (a->has_lf)
+	int plain;
+
+	if (a->has_lf) {
 		want = Y_LITERAL;
-	else if (yaml_plain_is_str(s, a->n, &e->num, &e->num2))
-		want = Y_PLAIN;
-	else
-		want = Y_DOUBLE;
+	} else if ((plain = yaml_plain_is_str(s, a->n, &e->num,
+					      &e->num2)) < 0) {
+		e->error = plain;
+		return;
+	} else {
+		want = plain ? Y_PLAIN : Y_DOUBLE;
+	}
 	y_scalar(e, a, want);
 }
 
-static void y_set_context(struct yemit *e, bool root, bool sequence,
-			  bool mapping, bool simple_key)
+/* The contexts yaml_emitter_emit_node records that matter here. */
+static void y_set_context(struct yemit *e, bool mapping, bool simple_key)
 {
-	e->root_context = root;
-	e->sequence_context = sequence;
 	e->mapping_context = mapping;
 	e->simple_key_context = simple_key;
 }
@@ -2055,20 +2062,20 @@ static int y_mapping(struct yemit *e, json_t *v, int depth)
 			break;
 		/* yaml_emitter_check_simple_key: one line, <= 128 bytes */
 		if (!a.multiline && a.n <= 128) {
-			y_set_context(e, false, false, true, true);
+			y_set_context(e, true, true);
 			y_string(e, &a);
 			yaml_emitter_write_indicator(e, ":", false, false,
 						     false);
 		} else {
 			yaml_emitter_write_indicator(e, "?", true, false,
 						     true);
-			y_set_context(e, false, false, true, false);
+			y_set_context(e, true, false);
 			y_string(e, &a);
 			yaml_emitter_write_indent(e);
 			yaml_emitter_write_indicator(e, ":", true, false,
 						     true);
 		}
-		y_set_context(e, false, false, true, false);
+		y_set_context(e, true, false);
 		error = y_node(e, k->val, depth + 1);
 	}
 	e->indent = indent;
@@ -2090,7 +2097,7 @@ static int y_sequence(struct yemit *e, json_t *v, int depth)
 	for (i = 0; i < n && !error && !e->error; i++) {
 		yaml_emitter_write_indent(e);
 		yaml_emitter_write_indicator(e, "-", true, false, true);
-		y_set_context(e, false, true, false, false);
+		y_set_context(e, false, false);
 		error = y_node(e, json_array_get(v, i), depth + 1);
 	}
 	e->indent = indent;
@@ -2166,7 +2173,7 @@ int diff_yaml_dump(const json_t *json, struct buf *out)
 	buf_init(&e.str, 0);
 	buf_init(&e.num, 0);
 	buf_init(&e.num2, 0);
-	y_set_context(&e, true, false, false, false);
+	y_set_context(&e, false, false);
 	error = y_node(&e, (json_t *)json, 0);
 	if (!error) {
 		/* yaml_emitter_emit_document_end */

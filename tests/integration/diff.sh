@@ -14,8 +14,8 @@ expect_match '^Drifted Deployment.apps default/web \(00-deployment.yaml:1\)$' "$
 expect_match '~ \.spec\.template\.spec\.containers\[name="web"\]\.image: changed by kubectl-edit \(Update, 2026-11-01T10:05:00Z\)' \
 	"$out" "the field line names the editor"
 expect_match '^--- live/Deployment.apps default/web$' "$out" "a unified diff follows"
-expect_match '^-        image: nginx:1.26-debug$' "$out" "the diff shows the live value"
-expect_match '^\+        image: nginx:1.27$' "$out" "the diff shows the desired value"
+expect_match '^-      - image: nginx:1.26-debug$' "$out" "the diff shows the live value"
+expect_match '^\+      - image: nginx:1.27$' "$out" "the diff shows the desired value"
 if printf '%s' "$out" | grep -q managedFields; then not_ok "managedFields are stripped from the diff"; else ok "managedFields are stripped from the diff"; fi
 
 run_syncd diff "$cases/hpa-owns-replicas-foreign/desired" --live "$cases/hpa-owns-replicas-foreign/live"
@@ -38,7 +38,7 @@ for c in secret-data-masked secret-stringdata-changed-masked; do
 		else
 			ok "$c ($fmt): no Secret value, plain or base64, in the output"
 		fi
-		expect_match '<secret sha256:[0-9a-f]{16}>' "$out" "$c ($fmt): values appear as fingerprints"
+		expect_match '\(secret sha256:[0-9a-f]{16}\)' "$out" "$c ($fmt): values appear as fingerprints"
 	done
 done
 
