@@ -554,10 +554,11 @@ int diff_report_to_text(const struct diff_report *report, bool color,
 
 /*
  * Encoders, shared by `syncd render`, drift reports and the Kubernetes
- * client. Both sort object keys bytewise (as Go's encoders do), so output
- * is stable, and format numbers as Go's encoding/json does (integers as
- * integers; finite reals in the shortest form that reads back to the same
- * double, "1e+21" style exponents outside [1e-6, 1e21)).
+ * client, byte for byte what kubectl prints. JSON sorts object keys
+ * bytewise (as Go's encoding/json does) and formats numbers as Go does
+ * (integers as integers; finite reals in the shortest form that reads back
+ * to the same double, "1e+21" style exponents outside [1e-6, 1e21)). YAML
+ * sorts keys as go-yaml v2 does ("natural" order: digit runs by value).
  *
  * diff_json_dump: `indent` spaces per level (0: compact, one line, no
  * spaces). Appends to `out`. ERR_INVALID for a NaN/Inf real (not

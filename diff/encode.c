@@ -51,8 +51,7 @@ static const char nl_spaces[] =
  * Append to `b`, recording the first failure in *error (later appends are
  * skipped). The common case, room already there, skips buf_add().
  */
-static inline void out_add(struct buf *b, int *error, const void *s,
-			   size_t n)
+static inline void out_add(struct buf *b, int *error, const void *s, size_t n)
 {
 	int rc;
 
@@ -250,8 +249,8 @@ static int keys_sort(struct keystack *ks, struct okey *v, size_t n,
 			j = mid;
 			k = lo;
 			while (i < mid && j < hi)
-				ks->tmp[k++] = less(&v[j], &v[i]) ? v[j++]
-								   : v[i++];
+				ks->tmp[k++] =
+					less(&v[j], &v[i]) ? v[j++] : v[i++];
 			while (i < mid)
 				ks->tmp[k++] = v[i++];
 			while (j < hi)
@@ -610,8 +609,8 @@ static size_t fmt_int(char *out, json_int_t v)
 {
 	char tmp[24];
 	size_t n = 0, k = 0;
-	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v
-				     : (unsigned long long)v;
+	unsigned long long u =
+		v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
 
 	do {
 		tmp[k++] = (char)('0' + u % 10);
@@ -658,21 +657,21 @@ static void j_newline(struct jenc *e, int depth)
 
 /* ASCII that Go's encoding/json writes as is (htmlSafeSet). */
 static const bool json_safe[128] = {
-	[' '] = 1, ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['\''] = 1,
-	['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, ['-'] = 1,
-	['.'] = 1, ['/'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
-	['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
-	[':'] = 1, [';'] = 1, ['='] = 1, ['?'] = 1, ['@'] = 1, ['A'] = 1,
-	['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
-	['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1,
-	['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
-	['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1,
-	['Z'] = 1, ['['] = 1, [']'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1,
-	['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
-	['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
-	['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
-	['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
-	['y'] = 1, ['z'] = 1, ['{'] = 1, ['|'] = 1, ['}'] = 1, ['~'] = 1,
+	[' '] = 1,  ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['\''] = 1,
+	['('] = 1,  [')'] = 1, ['*'] = 1, ['+'] = 1, [','] = 1, ['-'] = 1,
+	['.'] = 1,  ['/'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+	['4'] = 1,  ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+	[':'] = 1,  [';'] = 1, ['='] = 1, ['?'] = 1, ['@'] = 1, ['A'] = 1,
+	['B'] = 1,  ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
+	['H'] = 1,  ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1,
+	['N'] = 1,  ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+	['T'] = 1,  ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1,
+	['Z'] = 1,  ['['] = 1, [']'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1,
+	['a'] = 1,  ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+	['g'] = 1,  ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1,
+	['m'] = 1,  ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1,
+	['s'] = 1,  ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+	['y'] = 1,  ['z'] = 1, ['{'] = 1, ['|'] = 1, ['}'] = 1, ['~'] = 1,
 	[0x7F] = 1,
 };
 
@@ -785,8 +784,7 @@ static int j_value(struct jenc *e, json_t *v, int depth)
 			return ERR_LIMIT;
 		break;
 	case JSON_STRING:
-		j_string(e, json_string_value(v), json_string_length(v), "",
-			 0);
+		j_string(e, json_string_value(v), json_string_length(v), "", 0);
 		return e->error;
 	case JSON_INTEGER:
 		j_add(e, num, fmt_int(num, json_integer_value(v)));
@@ -1029,7 +1027,10 @@ static int go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
 	return !isinf(strtod(text, NULL));
 }
 
-/* go-yaml's yamlStyleFloat: ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
+/*
+ * go-yaml's yamlStyleFloat:
+ * ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
+ */
 static bool yaml_style_float(const char *s, size_t n)
 {
 	size_t i = 0, k;
@@ -1062,7 +1063,10 @@ static bool yaml_style_float(const char *s, size_t n)
 	return i == n;
 }
 
-/* go-yaml's isBase60Float: ^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$ */
+/*
+ * go-yaml's isBase60Float:
+ * ^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$
+ */
 static bool yaml_is_base60_float(const char *s, size_t n)
 {
 	size_t i = 0, groups = 0;
@@ -1281,22 +1285,22 @@ static int yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
  */
 
 #define BEST_INDENT 2
-#define BEST_WIDTH 80
+#define BEST_WIDTH  80
 
 enum yaml_style { Y_PLAIN, Y_SINGLE, Y_DOUBLE, Y_LITERAL };
 
 struct yemit {
 	struct buf *out;
 	int error;
-	int column;      /* in characters */
-	int indent;      /* -1 before the root node */
+	int column;	 /* in characters */
+	int indent;	 /* -1 before the root node */
 	bool whitespace; /* the last thing written was whitespace */
-	bool indention;  /* only indentation on this line so far */
+	bool indention;	 /* only indentation on this line so far */
 	bool mapping_context;
 	bool simple_key_context;
 	struct keystack ks;
-	struct buf str;  /* a string made valid UTF-8 */
-	struct buf num;  /* scratch for yaml_plain_is_str() */
+	struct buf str; /* a string made valid UTF-8 */
+	struct buf num; /* scratch for yaml_plain_is_str() */
 	struct buf num2;
 };
 
@@ -1308,7 +1312,7 @@ struct yscalar {
 	bool invalid; /* not valid UTF-8: see utf8_sanitize() */
 	bool has_lf;
 	bool multiline;
-	bool flow_plain_allowed;
+	bool flow_plain_allowed; /* kept as ported; only flow style reads it */
 	bool block_plain_allowed;
 	bool single_quoted_allowed;
 	bool block_allowed;
@@ -1392,21 +1396,21 @@ static bool is_printable(const unsigned char *s, size_t n, size_t i)
 
 /* ASCII that the analysis below has nothing to say about past the start. */
 static const bool ascii_inert[256] = {
-	['!'] = 1, ['"'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
-	['('] = 1, [')'] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1,
-	['/'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
-	['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, [';'] = 1,
-	['<'] = 1, ['='] = 1, ['>'] = 1, ['@'] = 1, ['A'] = 1, ['B'] = 1,
-	['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
-	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
-	['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
-	['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+	['!'] = 1,  ['"'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+	['('] = 1,  [')'] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1,
+	['/'] = 1,  ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
+	['5'] = 1,  ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, [';'] = 1,
+	['<'] = 1,  ['='] = 1, ['>'] = 1, ['@'] = 1, ['A'] = 1, ['B'] = 1,
+	['C'] = 1,  ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1,  ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+	['O'] = 1,  ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+	['U'] = 1,  ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
 	['\\'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['a'] = 1, ['b'] = 1,
-	['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
-	['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
-	['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
-	['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
-	['|'] = 1, ['~'] = 1,
+	['c'] = 1,  ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+	['i'] = 1,  ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+	['o'] = 1,  ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+	['u'] = 1,  ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+	['|'] = 1,  ['~'] = 1,
 };
 
 static bool ascii_alnum(unsigned char c)
@@ -1480,14 +1484,27 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
 		followed_by_whitespace = i + w >= n || is_blank(v, n, i + w);
 		if (i == 0) {
 			switch (v[i]) {
-			case '#': case ',': case '[': case ']': case '{':
-			case '}': case '&': case '*': case '!': case '|':
-			case '>': case '\'': case '"': case '%': case '@':
+			case '#':
+			case ',':
+			case '[':
+			case ']':
+			case '{':
+			case '}':
+			case '&':
+			case '*':
+			case '!':
+			case '|':
+			case '>':
+			case '\'':
+			case '"':
+			case '%':
+			case '@':
 			case '`':
 				flow_indicators = true;
 				block_indicators = true;
 				break;
-			case '?': case ':':
+			case '?':
+			case ':':
 				flow_indicators = true;
 				if (followed_by_whitespace)
 					block_indicators = true;
@@ -1501,7 +1518,11 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
 			}
 		} else {
 			switch (v[i]) {
-			case ',': case '?': case '[': case ']': case '{':
+			case ',':
+			case '?':
+			case '[':
+			case ']':
+			case '{':
 			case '}':
 				flow_indicators = true;
 				break;
@@ -1584,8 +1605,9 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
  * inside a flow collection (go-yaml writes only empty ones in flow style),
  * so go-yaml's flow_level is always 0 here.
  */
-static enum yaml_style yaml_emitter_select_scalar_style(
-	const struct yemit *e, const struct yscalar *a, enum yaml_style style)
+static enum yaml_style yaml_emitter_select_scalar_style(const struct yemit *e,
+							const struct yscalar *a,
+							enum yaml_style style)
 {
 	if (e->simple_key_context && a->multiline)
 		style = Y_DOUBLE;
@@ -1597,8 +1619,7 @@ static enum yaml_style yaml_emitter_select_scalar_style(
 	}
 	if (style == Y_SINGLE && !a->single_quoted_allowed)
 		style = Y_DOUBLE;
-	if (style == Y_LITERAL &&
-	    (!a->block_allowed || e->simple_key_context))
+	if (style == Y_LITERAL && (!a->block_allowed || e->simple_key_context))
 		style = Y_DOUBLE;
 	return style;
 }
@@ -1690,8 +1711,8 @@ static void yaml_emitter_write_plain_scalar(struct yemit *e,
 	}
 	while (i < n) {
 		if (s[i] == ' ') {
-			if (allow_breaks && !spaces &&
-			    e->column > BEST_WIDTH && !is_space(s, n, i + 1)) {
+			if (allow_breaks && !spaces && e->column > BEST_WIDTH &&
+			    !is_space(s, n, i + 1)) {
 				flush_run(e, s, &run, i);
 				yaml_emitter_write_indent(e);
 				run = ++i;
@@ -1727,8 +1748,7 @@ static void yaml_emitter_write_plain_scalar(struct yemit *e,
 
 static void yaml_emitter_write_single_quoted_scalar(struct yemit *e,
 						    const unsigned char *s,
-						    size_t n,
-						    bool allow_breaks)
+						    size_t n, bool allow_breaks)
 {
 	bool spaces = false, breaks = false;
 	size_t i = 0, run = 0;
@@ -1736,9 +1756,8 @@ static void yaml_emitter_write_single_quoted_scalar(struct yemit *e,
 	yaml_emitter_write_indicator(e, "'", true, false, false);
 	while (i < n) {
 		if (s[i] == ' ') {
-			if (allow_breaks && !spaces &&
-			    e->column > BEST_WIDTH && i > 0 && i < n - 1 &&
-			    !is_space(s, n, i + 1)) {
+			if (allow_breaks && !spaces && e->column > BEST_WIDTH &&
+			    i > 0 && i < n - 1 && !is_space(s, n, i + 1)) {
 				flush_run(e, s, &run, i);
 				yaml_emitter_write_indent(e);
 				run = ++i;
@@ -1779,8 +1798,7 @@ static void yaml_emitter_write_single_quoted_scalar(struct yemit *e,
 
 static void yaml_emitter_write_double_quoted_scalar(struct yemit *e,
 						    const unsigned char *s,
-						    size_t n,
-						    bool allow_breaks)
+						    size_t n, bool allow_breaks)
 {
 	bool spaces = false;
 	size_t i = 0, run = 0, w, k;
@@ -1794,8 +1812,10 @@ static void yaml_emitter_write_double_quoted_scalar(struct yemit *e,
 		    is_break(s, n, i) || s[i] == '"' || s[i] == '\\') {
 			flush_run(e, s, &run, i);
 			w = width(s[i]);
-			v = w == 1 ? s[i] : w == 2 ? s[i] & 0x1Fu
-				 : w == 3 ? s[i] & 0x0Fu : s[i] & 0x07u;
+			v = w == 1   ? s[i]
+			    : w == 2 ? s[i] & 0x1Fu
+			    : w == 3 ? s[i] & 0x0Fu
+				     : s[i] & 0x07u;
 			for (k = 1; k < w && i + k < n; k++)
 				v = (v << 6) + (s[i + k] & 0x3Fu);
 			i += w;
@@ -1803,21 +1823,51 @@ static void yaml_emitter_write_double_quoted_scalar(struct yemit *e,
 			esc[0] = '\\';
 			k = 2;
 			switch (v) {
-			case 0x00: esc[1] = '0'; break;
-			case 0x07: esc[1] = 'a'; break;
-			case 0x08: esc[1] = 'b'; break;
-			case 0x09: esc[1] = 't'; break;
-			case 0x0A: esc[1] = 'n'; break;
-			case 0x0B: esc[1] = 'v'; break;
-			case 0x0C: esc[1] = 'f'; break;
-			case 0x0D: esc[1] = 'r'; break;
-			case 0x1B: esc[1] = 'e'; break;
-			case 0x22: esc[1] = '"'; break;
-			case 0x5C: esc[1] = '\\'; break;
-			case 0x85: esc[1] = 'N'; break;
-			case 0xA0: esc[1] = '_'; break;
-			case 0x2028: esc[1] = 'L'; break;
-			case 0x2029: esc[1] = 'P'; break;
+			case 0x00:
+				esc[1] = '0';
+				break;
+			case 0x07:
+				esc[1] = 'a';
+				break;
+			case 0x08:
+				esc[1] = 'b';
+				break;
+			case 0x09:
+				esc[1] = 't';
+				break;
+			case 0x0A:
+				esc[1] = 'n';
+				break;
+			case 0x0B:
+				esc[1] = 'v';
+				break;
+			case 0x0C:
+				esc[1] = 'f';
+				break;
+			case 0x0D:
+				esc[1] = 'r';
+				break;
+			case 0x1B:
+				esc[1] = 'e';
+				break;
+			case 0x22:
+				esc[1] = '"';
+				break;
+			case 0x5C:
+				esc[1] = '\\';
+				break;
+			case 0x85:
+				esc[1] = 'N';
+				break;
+			case 0xA0:
+				esc[1] = '_';
+				break;
+			case 0x2028:
+				esc[1] = 'L';
+				break;
+			case 0x2029:
+				esc[1] = 'P';
+				break;
 			default:
 				if (v <= 0xFF) {
 					esc[1] = 'x';
@@ -1836,8 +1886,8 @@ static void yaml_emitter_write_double_quoted_scalar(struct yemit *e,
 			e->column += (int)k;
 			spaces = false;
 		} else if (s[i] == ' ') {
-			if (allow_breaks && !spaces &&
-			    e->column > BEST_WIDTH && i > 0 && i < n - 1) {
+			if (allow_breaks && !spaces && e->column > BEST_WIDTH &&
+			    i > 0 && i < n - 1) {
 				flush_run(e, s, &run, i);
 				yaml_emitter_write_indent(e);
 				if (is_space(s, n, i + 1))
@@ -1961,8 +2011,8 @@ static void y_scalar(struct yemit *e, const struct yscalar *a,
  * Analyze a string from the document; invalid UTF-8 is first replaced as
  * Go's json.Marshal would (into e->str). ERR_NOMEM or 0.
  */
-static int y_analyze_string(struct yemit *e, struct yscalar *a,
-			    const char *s, size_t n)
+static int y_analyze_string(struct yemit *e, struct yscalar *a, const char *s,
+			    size_t n)
 {
 	yaml_emitter_analyze_scalar(a, (const unsigned char *)s, n);
 	if (!a->invalid)
@@ -2001,8 +2051,8 @@ static void y_string(struct yemit *e, const struct yscalar *a)
 
 	if (a->has_lf) {
 		want = Y_LITERAL;
-	} else if ((plain = yaml_plain_is_str(s, a->n, &e->num,
-					      &e->num2)) < 0) {
+	} else if ((plain = yaml_plain_is_str(s, a->n, &e->num, &e->num2)) <
+		   0) {
 		e->error = plain;
 		return;
 	} else {
@@ -2049,8 +2099,7 @@ static int y_mapping(struct yemit *e, json_t *v, int depth)
 		;
 	if ((i < n && (error = keys_sort(&e->ks, e->ks.v + start, n,
 					 key_less_bytes)) < 0) ||
-	    (error = keys_sort(&e->ks, e->ks.v + start, n,
-			       key_less_yaml)) < 0)
+	    (error = keys_sort(&e->ks, e->ks.v + start, n, key_less_yaml)) < 0)
 		goto out;
 	e->indent = e->indent < 0 ? 0 : e->indent + BEST_INDENT;
 	for (i = 0; i < n && !error && !e->error; i++) {
@@ -2067,13 +2116,11 @@ static int y_mapping(struct yemit *e, json_t *v, int depth)
 			yaml_emitter_write_indicator(e, ":", false, false,
 						     false);
 		} else {
-			yaml_emitter_write_indicator(e, "?", true, false,
-						     true);
+			yaml_emitter_write_indicator(e, "?", true, false, true);
 			y_set_context(e, true, false);
 			y_string(e, &a);
 			yaml_emitter_write_indent(e);
-			yaml_emitter_write_indicator(e, ":", true, false,
-						     true);
+			yaml_emitter_write_indicator(e, ":", true, false, true);
 		}
 		y_set_context(e, true, false);
 		error = y_node(e, k->val, depth + 1);
@@ -2191,10 +2238,14 @@ int diff_yaml_dump(const json_t *json, struct buf *out)
 }
 
 /*
- * Go's unicode.IsLetter and unicode.IsDigit (general categories L and Nd of
- * Unicode 15.0.0, the tables of Go 1.21 to 1.23 that kubectl 1.28 to 1.32
- * are built with), for go-yaml's key order. Ranges are inclusive.
+ * Go's unicode.IsLetter and unicode.IsDigit, for go-yaml's key order:
+ * general categories L and Nd of Unicode 15.0.0, the version of Go 1.21
+ * and later (kubectl 1.32 is built with Go 1.23). Made from Python's
+ * unicodedata (Unicode 14.0) plus the letters and digits 15.0 added
+ * (Khojki, Kawi, Nag Mundari, Cyrillic Extended-D, CJK Extension H, ...).
+ * Ranges are inclusive.
  */
+/* clang-format off */
 static const uint32_t go_letter[][2] = {
 	{0xaa, 0xaa}, {0xb5, 0xb5}, {0xba, 0xba}, {0xc0, 0xd6}, {0xd8, 0xf6},
 	{0xf8, 0x2c1}, {0x2c6, 0x2d1}, {0x2e0, 0x2e4}, {0x2ec, 0x2ec},
@@ -2405,12 +2456,14 @@ static const uint32_t go_digit[][2] = {
 	{0x1d7ce, 0x1d7ff}, {0x1e140, 0x1e149}, {0x1e2f0, 0x1e2f9},
 	{0x1e4f0, 0x1e4f9}, {0x1e950, 0x1e959}, {0x1fbf0, 0x1fbf9},
 };
+/* clang-format on */
 
 static bool go_is_letter(uint32_t c)
 {
 	if (c < 0x80)
 		return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
-	return in_ranges(c, go_letter, sizeof(go_letter) / sizeof(go_letter[0]));
+	return in_ranges(c, go_letter,
+			 sizeof(go_letter) / sizeof(go_letter[0]));
 }
 
 static bool go_is_digit(uint32_t c)

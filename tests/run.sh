@@ -63,7 +63,7 @@ run_unit() {
 		fi
 		rc=$?
 		line=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -n 1)
-		printf '%s\n' "$out" | grep -v -e '^\[----\]' -e 'Synthesis' | sed 's/^/   /' | grep -v '^ *$' | tail -n 40
+		printf '%s\n' "$out" | grep -v -e 'Synthesis' | sed 's/^/   /' | grep -v '^ *$' | tail -n 40
 		echo "   $line"
 		local tested passing
 		tested=$(printf '%s' "$line" | sed -n 's/.*Tested: \([0-9]*\).*/\1/p')

@@ -17,7 +17,7 @@
 
 #include "diff/diff.h"
 
-#define CASES "tests/cases/encode"
+#define CASES	 "tests/cases/encode"
 #define MAX_FILE (16 << 20)
 
 static void read_file(struct buf *out, const char *path)
@@ -257,9 +257,11 @@ static void expect_yaml(const char *in, const char *want)
 
 Test(encode, json_compact_and_indent)
 {
-	expect_json("{\"b\":1,\"a\":[1,{},[]],\"c\":{\"y\":null,\"x\":true}}", 0,
+	expect_json("{\"b\":1,\"a\":[1,{},[]],\"c\":{\"y\":null,\"x\":true}}",
+		    0,
 		    "{\"a\":[1,{},[]],\"b\":1,\"c\":{\"x\":true,\"y\":null}}");
-	expect_json("{\"b\":[],\"a\":{}}", 2, "{\n  \"a\": {},\n  \"b\": []\n}");
+	expect_json("{\"b\":[],\"a\":{}}", 2,
+		    "{\n  \"a\": {},\n  \"b\": []\n}");
 	expect_json("[[1]]", 3, "[\n   [\n      1\n   ]\n]");
 	expect_json("\"x\"", 4, "\"x\"");
 }
@@ -324,7 +326,8 @@ Test(encode, yaml_roots)
 	expect_yaml("\"yes\"", "\"yes\"\n");
 	expect_yaml("\"a\\nb\"", "|-\n  a\n  b\n");
 	expect_yaml("null", "null\n");
-	expect_yaml("[\"a\",{\"b\":[1,[2]]},[]]", "- a\n- b:\n  - 1\n  - - 2\n- []\n");
+	expect_yaml("[\"a\",{\"b\":[1,[2]]},[]]",
+		    "- a\n- b:\n  - 1\n  - - 2\n- []\n");
 }
 
 /* Both append, and on failure leave the buffer as it was. */
