@@ -79,7 +79,7 @@ static char *live_text(int i, bool drifted)
 		"\\\"protocol\\\":\\\"TCP\\\"}\":{\".\":{},\"f:containerPort\":{},"
 		"\"f:name\":{}}},\"f:resources\":{\"f:limits\":{\"f:cpu\":{},"
 		"\"f:memory\":{}},\"f:requests\":{\"f:cpu\":{},\"f:memory\":{}}}"
-		"}}}}}},"
+		"}}}}}}},"
 		"{\"manager\":\"kube-controller-manager\",\"operation\":\"Update\","
 		"\"apiVersion\":\"apps/v1\",\"time\":\"2026-11-01T10:00:05Z\","
 		"\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{"
@@ -148,8 +148,14 @@ int main(void)
 	}
 	for (int i = 0; i < NOBJ; i++) {
 		struct diff_object *o;
-		json_t *d = desired_object(i), *l = json_loads(texts[i], 0, NULL);
+		json_error_t jerr;
+		json_t *d = desired_object(i), *l = json_loads(texts[i], 0, &jerr);
 
+		if (!l) {
+			fprintf(stderr, "live JSON: %d:%d: %s\n", jerr.line,
+				jerr.column, jerr.text);
+			return 2;
+		}
 		if (!d || !l || diff_object_new(&o, d, NULL, &err) < 0 ||
 		    diff_objset_add(&desired, o, &err) < 0 ||
 		    diff_object_new(&o, l, NULL, &err) < 0 ||
