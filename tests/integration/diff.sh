@@ -49,6 +49,37 @@ expect_match $'\033\\[32m\\+  b: "2"' "$out" "--color always colours added lines
 run_syncd diff "$cases/configmap-data-changed/desired" --live "$cases/configmap-data-changed/live"
 if printf '%s' "$out" | grep -q $'\033'; then not_ok "no colour when stdout is not a terminal"; else ok "no colour when stdout is not a terminal"; fi
 
+# Who is a person and who a controller is configurable.
+run_syncd diff "$cases/kubectl-edit-image-is-drift/desired" --live "$cases/kubectl-edit-image-is-drift/live" \
+	--controller-manager kubectl-edit
+expect_rc 0 "--controller-manager makes kubectl-edit a controller: foreign, no drift"
+expect_match 'foreign, owned by kubectl-edit' "$out" "the field is reported as foreign"
+run_syncd diff "$cases/hpa-owns-replicas-foreign/desired" --live "$cases/hpa-owns-replicas-foreign/live" \
+	--person-manager 'kube-controller-*'
+expect_rc 1 "--person-manager makes the HPA's manager a person: drift to heal"
+
+# Ignore rules from a file.
+cat >"$tmp/ignore.yaml" <<'YAML'
+- group: apps
+  kind: Deployment
+  name: web
+  jsonPointers: [/spec/replicas]
+YAML
+run_syncd diff "$cases/kubectl-scale-is-healed/desired" --live "$cases/kubectl-scale-is-healed/live" \
+	--ignore-file "$tmp/ignore.yaml" -o json
+expect_rc 0 "an ignored field is no drift"
+expect_match '"ignoredFields": 1' "$out" "the ignored field is counted"
+printf -- '- kind: Deployment\n  jsonPointer: /spec/replicas\n' >"$tmp/bad-ignore.yaml"
+run_syncd diff "$cases/kubectl-scale-is-healed/desired" --live "$cases/kubectl-scale-is-healed/live" \
+	--ignore-file "$tmp/bad-ignore.yaml"
+expect_rc 2 "a bad ignore file exits 2"
+expect_eq "$errout" "error: $tmp/bad-ignore.yaml:1: rule 1: unknown key \"jsonPointer\"" \
+	"the bad ignore rule is named with file, line and key"
+printf -- '- kind: Deployment\n  jsonPointers: [spec/replicas]\n' >"$tmp/bad-ignore.yaml"
+run_syncd diff "$cases/kubectl-scale-is-healed/desired" --live "$cases/kubectl-scale-is-healed/live" \
+	--ignore-file "$tmp/bad-ignore.yaml"
+expect_match 'is not a JSON pointer' "$errout" "a pointer without / is refused"
+
 # The real-world manifests against themselves: nothing drifted.
 kp="$FIXTURES/kube-prometheus/manifests"
 run_syncd render "$kp" -o json
