@@ -23,11 +23,12 @@ failures=()
 # children are traced (but not the programs the tests start, nor system
 # tools), and since Criterion ignores its workers' exit codes, every
 # process's log is scanned for errors instead.
-valgrind_opts=(-q --leak-check=full --show-leak-kinds=definite,indirect
+valgrind_opts=(--leak-check=full --show-leak-kinds=definite,indirect
 	--errors-for-leak-kinds=definite,indirect --error-exitcode=99)
 if [ "${VALGRIND:-0}" = 1 ]; then
-	# syncd under memcheck in the integration scripts too.
-	export SYNCD_WRAP="valgrind ${valgrind_opts[*]}"
+	# syncd under memcheck in the integration scripts too; quiet, so
+	# that only an error reaches the stderr the scripts compare.
+	export SYNCD_WRAP="valgrind -q ${valgrind_opts[*]}"
 fi
 
 unit_under_valgrind() {
