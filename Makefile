@@ -25,7 +25,8 @@ PKG_CONFIG ?= pkg-config
 
 # Debian package that provides each pkg-config module.
 PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
-	jansson:libjansson-dev criterion:libcriterion-dev
+	jansson:libjansson-dev criterion:libcriterion-dev \
+	libmicrohttpd:libmicrohttpd-dev
 DEB_PACKAGES := build-essential pkg-config valgrind git time \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
 
@@ -52,6 +53,8 @@ LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_MODULES) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_MODULES) 2>/dev/null)
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+EMU_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
+EMU_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null) -pthread
 
 WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
 	-Wvla -Wformat-security -Wwrite-strings -Wshadow
@@ -70,6 +73,10 @@ UTIL_SRC := $(wildcard util/*.c)
 DIFF_SRC := $(wildcard diff/*.c)
 RENDER_SRC := $(wildcard renderers/*.c)
 SYNCD_SRC := $(filter-out syncd/main.c,$(wildcard syncd/*.c))
+# The API emulator: its code (not a library), its main, its unit tests.
+EMU_SRC := $(filter-out tests/kube-emu/main.c tests/kube-emu/test_%.c,\
+	$(wildcard tests/kube-emu/*.c))
+EMU_TESTS := $(wildcard tests/kube-emu/test_*.c)
 
 # Quiet by default; `make V=1` shows the commands.
 ifeq ($(V),1)
@@ -89,17 +96,20 @@ LIBSYNCD := $(BUILD)/libsyncd.a
 LIBS_ALL := $(LIBSYNCD) $(LIBRENDER) $(LIBDIFF) $(LIBUTIL)
 
 SYNCD := $(BUILD)/syncd
+KUBE_EMU := $(BUILD)/kube-emu
 
 # One Criterion binary per module folder under tests/unit/.
 UNIT_MODULES := $(notdir $(patsubst %/,%,$(dir $(wildcard tests/unit/*/*.c))))
 UNIT_MODULES := $(sort $(UNIT_MODULES))
 UNIT_BINS := $(foreach m,$(UNIT_MODULES),$(BUILD)/tests/unit-$(m))
 TEST_HELPERS := $(wildcard tests/helpers/*.c)
+EMU_UNIT := $(BUILD)/tests/unit-kube-emu
+UNIT_BINS += $(EMU_UNIT)
 
 .PHONY: all test check valgrind deps bench demo clean format help unit
 .DEFAULT_GOAL := all
 
-all: $(SYNCD)
+all: $(SYNCD) $(KUBE_EMU)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -121,6 +131,18 @@ $(LIBS_ALL):
 $(SYNCD): $(call obj,syncd/main.c) $(LIBS_ALL)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
+$(call obj,$(wildcard tests/kube-emu/*.c)): ALL_CFLAGS += $(EMU_CFLAGS)
+
+$(KUBE_EMU): $(call obj,$(EMU_SRC) tests/kube-emu/main.c) $(LIBRENDER) \
+		$(LIBDIFF) $(LIBUTIL)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(EMU_LIBS)
+
+$(EMU_UNIT): $(call obj,$(EMU_SRC) $(EMU_TESTS)) $(LIBRENDER) $(LIBDIFF) \
+		$(LIBUTIL)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) \
+		$(EMU_LIBS) $(TEST_LIBS)
+
 define unit_rule
 $(BUILD)/tests/unit-$(1): $(call obj,$(wildcard tests/unit/$(1)/*.c) $(TEST_HELPERS)) $(LIBS_ALL)
 	@mkdir -p $$(dir $$@)
@@ -131,13 +153,13 @@ $(foreach m,$(UNIT_MODULES),$(eval $(call unit_rule,$(m))))
 unit: $(UNIT_BINS)
 
 # Everything the test driver runs: unit binaries, the CLI, integration scripts.
-test: $(SYNCD) $(UNIT_BINS)
+test: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS)
 	@BUILD=$(BUILD) tests/run.sh
 
 check:
 	$(MAKE) SANITIZE=address,undefined test
 
-valgrind: $(SYNCD) $(UNIT_BINS)
+valgrind: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS)
 	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit integration
 
 deps:

@@ -1,0 +1,308 @@
+/*
+ * kube-emu: an emulator of the Kubernetes API server for tests.
+ *
+ * Internal header shared by the emulator's files. The request handler
+ * (emu_handle) knows nothing of HTTP libraries: main.c turns each
+ * libmicrohttpd request into a struct emu_request, so the whole API
+ * surface can be driven from Criterion tests without a socket.
+ *
+ * Objects are jansson values; the store owns one reference to each. All
+ * store functions take the store's mutex themselves.
+ */
+#ifndef KUBE_EMU_EMU_H
+#define KUBE_EMU_EMU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "util/buf.h"
+
+/* Largest request body accepted, as kube-apiserver (3 MiB). */
+#define EMU_MAX_BODY (3u << 20)
+
+/* Version reported by /version. */
+#define EMU_KUBE_MAJOR	     "1"
+#define EMU_KUBE_MINOR	     "32"
+#define EMU_KUBE_GIT_VERSION "v1.32.0"
+
+/* ---- resource table (resources.c) ---- */
+
+enum emu_res_flags {
+	EMU_RES_NAMESPACED = 1 << 0,
+	EMU_RES_STATUS = 1 << 1,     /* has a /status subresource */
+	EMU_RES_SCALE = 1 << 2,	     /* has a /scale subresource */
+	EMU_RES_GENERATION = 1 << 3, /* the server keeps metadata.generation */
+	EMU_RES_CAT_ALL = 1 << 4,    /* in the category "all" */
+};
+
+/* Which names kube-apiserver accepts for a resource. */
+enum emu_name_rule {
+	EMU_NAME_SUBDOMAIN, /* RFC 1123 subdomain (most kinds) */
+	EMU_NAME_LABEL,	    /* RFC 1123 label (namespaces) */
+	EMU_NAME_DNS1035,   /* RFC 1035 label (services) */
+	EMU_NAME_PATH,	    /* any path segment (RBAC kinds) */
+};
+
+struct emu_resource {
+	const char *group; /* "" for the core group */
+	const char *version;
+	const char *name; /* plural, as in URLs */
+	const char *singular;
+	const char *kind;
+	const char *short_names; /* comma separated; NULL: none */
+	unsigned flags;
+	enum emu_name_rule name_rule;
+};
+
+/* The built-in resources, ended by an entry whose name is NULL. */
+extern const struct emu_resource emu_resources[];
+
+/* The resource `name` of group/version; NULL when unknown. */
+const struct emu_resource *
+emu_resource_find(const char *group, const char *version, const char *name);
+
+/* "deployments.apps" or "configmaps": the name kube uses in messages. */
+void emu_resource_qualified(const struct emu_resource *res, struct buf *out);
+
+/* "apps/v1" or "v1". */
+void emu_resource_api_version(const struct emu_resource *res, struct buf *out);
+
+/*
+ * Discovery documents. Each returns a new reference (caller owns it) or
+ * NULL when the group/version is unknown. `host` ("127.0.0.1:6443") is
+ * what /api reports as the server address.
+ */
+json_t *emu_discovery_version(void);
+json_t *emu_discovery_api(const char *host);
+json_t *emu_discovery_groups(void);
+json_t *emu_discovery_resources(const char *group, const char *version);
+json_t *emu_openapi_v3_index(void);
+json_t *emu_openapi_v3_doc(const char *group, const char *version);
+json_t *emu_openapi_v2(void);
+
+/* ---- names (validate.c) ---- */
+
+/*
+ * Check `name` against `rule`. 0 when valid; otherwise -1 and the text
+ * kube-apiserver gives after `Invalid value: "NAME": ` in *why (a static
+ * string).
+ */
+int emu_name_check(const char *name, enum emu_name_rule rule, const char **why);
+
+/* ---- label selectors (selector.c) ---- */
+
+enum emu_sel_op {
+	EMU_SEL_EQ,
+	EMU_SEL_NE,
+	EMU_SEL_IN,
+	EMU_SEL_NOTIN,
+	EMU_SEL_EXISTS,
+	EMU_SEL_NOT_EXISTS,
+};
+
+struct emu_sel_req {
+	char *key;
+	enum emu_sel_op op;
+	char **values;
+	size_t nvalues;
+};
+
+struct emu_selector {
+	struct emu_sel_req *reqs;
+	size_t len;
+};
+
+#define EMU_SELECTOR_INIT \
+	{                 \
+		NULL, 0   \
+	}
+
+/*
+ * Parse a label selector ("app=web,tier in (a,b),!legacy"). An empty or
+ * NULL string selects everything. On error returns -1 with a message in
+ * `msg` (appended); *sel is then empty.
+ */
+int emu_selector_parse(struct emu_selector *sel, const char *s,
+		       struct buf *msg);
+
+/* Does an object's metadata.labels (may be NULL) match? */
+bool emu_selector_matches(const struct emu_selector *sel, const json_t *labels);
+
+void emu_selector_release(struct emu_selector *sel);
+
+/*
+ * Field selectors on metadata.name and metadata.namespace ("=", "==",
+ * "!="), as kube-apiserver supports them for every resource. The struct
+ * owns copies of the values; release with emu_field_selector_release().
+ */
+struct emu_field_selector {
+	char *name; /* NULL: any */
+	bool name_negated;
+	char *ns;
+	bool ns_negated;
+};
+
+#define EMU_FIELD_SELECTOR_INIT          \
+	{                                \
+		NULL, false, NULL, false \
+	}
+
+int emu_field_selector_parse(struct emu_field_selector *fs, const char *s,
+			     struct buf *msg);
+void emu_field_selector_release(struct emu_field_selector *fs);
+
+/* ---- store (store.c) ---- */
+
+struct emu_entry {
+	const struct emu_resource *res;
+	char *ns; /* "" for cluster-scoped */
+	char *name;
+	json_t *obj; /* owned */
+};
+
+struct emu_store {
+	pthread_mutex_t lock;
+	struct emu_entry *items;
+	size_t len;
+	size_t alloc;
+	uint64_t rv; /* last resourceVersion handed out */
+};
+
+/* Fill caller storage with the initial namespaces. 0 or -1 (no memory). */
+int emu_store_init(struct emu_store *st);
+void emu_store_release(struct emu_store *st);
+
+/*
+ * The verbs. Each returns the HTTP status code and sets *out to a new
+ * reference the caller owns: the object (or list) on success, else a
+ * failure Status. `ns` is "" for cluster-scoped resources; `obj` is
+ * borrowed (the store keeps a copy). With `dry_run` nothing is stored
+ * and no resourceVersion is used up.
+ */
+int emu_store_get(struct emu_store *st, const struct emu_resource *res,
+		  const char *ns, const char *name, json_t **out);
+
+/* What a LIST selects; NULL members select everything. */
+struct emu_list_options {
+	const char *ns; /* NULL: every namespace */
+	const struct emu_selector *labels;
+	const struct emu_field_selector *fields;
+	size_t limit;	  /* 0: no limit */
+	const char *cont; /* continue token from a previous page, or NULL */
+};
+
+int emu_store_list(struct emu_store *st, const struct emu_resource *res,
+		   const struct emu_list_options *opts, json_t **out);
+/*
+ * `manager` names the writer in managedFields (NULL: managedFields are
+ * left alone).
+ */
+int emu_store_create(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const json_t *obj, const char *manager,
+		     bool dry_run, json_t **out);
+
+/*
+ * PUT. `sub` is NULL for the main resource, "status" (only the body's
+ * status is taken) or "scale" (a whole object, as for the main resource,
+ * recorded in managedFields as a /scale write).
+ */
+int emu_store_update(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const char *name, const char *sub,
+		     const char *manager, const json_t *obj, bool dry_run,
+		     json_t **out);
+int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const char *name, bool dry_run,
+		     json_t **out);
+
+/* Not-found Status for `name` of `res` ("configmaps \"x\" not found"). */
+json_t *emu_status_not_found(const struct emu_resource *res, const char *name);
+
+/* ---- protobuf bodies (protobuf.c) ---- */
+
+/*
+ * Decode an "application/vnd.kubernetes.protobuf" body of the kinds
+ * kubectl's typed create commands send (ConfigMap, Secret, Namespace,
+ * ServiceAccount). Returns a new object, or NULL with a message appended
+ * to `msg`.
+ */
+json_t *emu_protobuf_decode(const char *data, size_t len, struct buf *msg);
+
+/* ---- managedFields (managed.c) ---- */
+
+/*
+ * Record an Update by `manager` (through subresource `sub`, NULL for the
+ * main resource) that turns `old` (NULL on create) into `obj`, in obj's
+ * metadata.managedFields. A body's own managedFields, when it has them,
+ * replace the stored ones first. -1 when the object's fields cannot be
+ * computed (obj is then left as it was).
+ */
+int emu_managed_update(json_t *obj, const json_t *old,
+		       const struct emu_resource *res, const char *manager,
+		       const char *sub, const char *api_version);
+
+/*
+ * The manager of a write: ?fieldManager=, else the User-Agent up to its
+ * first '/' ("kubectl/v1.32.4 (linux/amd64)" -> "kubectl").
+ */
+void emu_manager_name(const char *field_manager, const char *user_agent,
+		      struct buf *out);
+
+/* ---- Status objects (status.c) ---- */
+
+/*
+ * A failure Status as kube-apiserver writes it. `reason` may be NULL
+ * (then omitted); `name`, `group`, `kind` fill details when not NULL.
+ * Returns a new reference.
+ */
+json_t *emu_status_new(int code, const char *reason, const char *message,
+		       const char *name, const char *group, const char *kind);
+
+/* ---- request handling (handler.c) ---- */
+
+struct emu_param {
+	const char *key;
+	const char *value;
+};
+
+struct emu_request {
+	const char *method;
+	const char *path; /* without the query string */
+	const struct emu_param *query;
+	size_t nquery;
+	const char *content_type; /* NULL when absent */
+	const char *user_agent;
+	const char *authorization;
+	const char *body;
+	size_t body_len;
+	bool body_too_large; /* the body went over EMU_MAX_BODY */
+};
+
+struct emu_response {
+	int code;
+	const char *content_type; /* static string */
+	struct buf body;
+};
+
+#define EMU_RESPONSE_INIT         \
+	{                         \
+		0, NULL, BUF_INIT \
+	}
+
+struct emu_server {
+	struct emu_store store;
+	const char *token; /* NULL: no authentication */
+	const char *host;  /* "127.0.0.1:PORT", for /api */
+};
+
+/*
+ * Answer one request into *resp (caller storage, initialised with
+ * EMU_RESPONSE_INIT; release resp->body). Never fails: every problem
+ * becomes a Status body.
+ */
+void emu_handle(struct emu_server *srv, const struct emu_request *req,
+		struct emu_response *resp);
+
+#endif

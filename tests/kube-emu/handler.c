@@ -1,0 +1,744 @@
+/*
+ * Request routing: paths, verbs, bodies and the Status of every failure.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "renderers/render.h"
+#include "tests/kube-emu/emu.h"
+
+#define MAX_SEGMENTS 10
+
+/* A parsed resource URL. */
+struct target {
+	const struct emu_resource *res;
+	const char *ns;	  /* "": cluster-scoped; NULL: all namespaces */
+	const char *name; /* NULL: the collection */
+	const char *sub;  /* NULL, "status" or "scale" */
+};
+
+static const char *query(const struct emu_request *req, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < req->nquery; i++)
+		if (!strcmp(req->query[i].key, key))
+			return req->query[i].value ? req->query[i].value : "";
+	return NULL;
+}
+
+static void reply_json(struct emu_response *resp, int code, json_t *body)
+{
+	char *s;
+
+	resp->code = code;
+	resp->content_type = "application/json";
+	buf_reset(&resp->body);
+	s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	if (s) {
+		buf_adds(&resp->body, s);
+		buf_addch(&resp->body, '\n');
+		free(s);
+	} else {
+		resp->code = 500;
+		buf_adds(&resp->body,
+			 "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+			 "\"metadata\":{},\"status\":\"Failure\",\"message\":"
+			 "\"out of memory\",\"reason\":\"InternalError\","
+			 "\"code\":500}\n");
+	}
+	json_decref(body);
+}
+
+/* A Status failure; reply_json takes the reference. */
+static void reply_status(struct emu_response *resp, int code,
+			 const char *reason, const char *message)
+{
+	reply_json(resp, code,
+		   emu_status_new(code, reason, message, NULL, NULL, NULL));
+}
+
+static void reply_not_found(struct emu_response *resp)
+{
+	json_t *st = emu_status_new(404, "NotFound",
+				    "the server could not find the requested "
+				    "resource",
+				    NULL, NULL, NULL);
+
+	json_object_set_new(st, "details", json_object());
+	reply_json(resp, 404, st);
+}
+
+static void reply_method_not_allowed(struct emu_response *resp,
+				     const struct emu_request *req)
+{
+	struct buf msg = BUF_INIT;
+
+	buf_addf(&msg,
+		 "the server does not allow this method on the "
+		 "requested resource (%s %s)",
+		 req->method, req->path);
+	reply_status(resp, 405, "MethodNotAllowed", msg.ptr);
+	buf_release(&msg);
+}
+
+static bool authorized(const struct emu_server *srv,
+		       const struct emu_request *req)
+{
+	const char *a = req->authorization;
+
+	if (!srv->token)
+		return true;
+	if (!a || strncasecmp(a, "Bearer ", 7))
+		return false;
+	return !strcmp(a + 7, srv->token);
+}
+
+/* Is the media type (before any ';') one of the comma-free list? */
+static bool media_is(const char *ct, const char *want)
+{
+	size_t n = strlen(want);
+
+	return ct && !strncasecmp(ct, want, n) &&
+	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/*
+ * kube-apiserver's words for an undecodable body: the JSON decoder's
+ * "couldn't get version/kind; json parse error: ..." or the YAML
+ * converter's "error converting YAML to JSON: yaml: line N: ...". `why`
+ * is render_parse()'s "body:LINE:COLUMN: cause".
+ */
+static void decode_error_message(const char *ct, const char *why,
+				 struct buf *out)
+{
+	unsigned line = 0, col = 0;
+	int n = 0;
+
+	if (sscanf(why, "body:%u:%u: %n", &line, &col, &n) == 2 && n > 0)
+		why += n;
+	if (media_is(ct, "application/yaml"))
+		buf_addf(out,
+			 "error converting YAML to JSON: yaml: line %u: %s",
+			 line, why);
+	else
+		buf_addf(out, "couldn't get version/kind; json parse error: %s",
+			 why);
+}
+
+/*
+ * Decode a create/update body into one JSON object. On failure fills
+ * resp and returns NULL.
+ */
+static json_t *decode_body(const struct emu_request *req,
+			   struct emu_response *resp)
+{
+	struct render_docs docs = RENDER_DOCS_INIT;
+	struct err err = ERR_INIT;
+	struct buf msg = BUF_INIT;
+	const char *ct = req->content_type;
+	json_t *obj = NULL;
+
+	if (req->body_too_large) {
+		buf_addf(&msg, "Request entity too large: limit is %u",
+			 EMU_MAX_BODY);
+		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		goto out;
+	}
+	if (media_is(ct, "application/vnd.kubernetes.protobuf")) {
+		obj = emu_protobuf_decode(req->body ? req->body : "",
+					  req->body_len, &msg);
+		if (!obj)
+			reply_status(resp, 415, "UnsupportedMediaType",
+				     msg.ptr);
+		goto out;
+	}
+	if (ct && *ct && !media_is(ct, "application/json") &&
+	    !media_is(ct, "application/yaml") && !media_is(ct, "*/*")) {
+		buf_addf(&msg, "the body of the request was in an unknown "
+			       "format - accepted media types include: "
+			       "application/json, application/yaml, "
+			       "application/vnd.kubernetes.protobuf");
+		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
+		goto out;
+	}
+	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
+			 "body", &err) < 0) {
+		decode_error_message(ct, err_first(&err), &msg);
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	if (docs.len != 1 || !json_is_object(docs.items[0].value)) {
+		reply_status(resp, 400, "BadRequest",
+			     docs.len > 1 ? "the request body must hold a "
+					    "single object"
+					  : "Object 'Kind' is missing in the "
+					    "request body");
+		goto out;
+	}
+	obj = json_incref(docs.items[0].value);
+out:
+	render_docs_release(&docs);
+	err_release(&err);
+	buf_release(&msg);
+	return obj;
+}
+
+/*
+ * Check the body's apiVersion/kind against the URL, and its namespace
+ * and name. 0 when fine; otherwise fills resp and returns -1.
+ */
+static int check_identity(const struct target *t, const json_t *obj,
+			  const char *want_av, const char *want_kind,
+			  struct emu_response *resp)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	struct buf msg = BUF_INIT;
+	int error = -1;
+
+	if (meta && !json_is_object(meta)) {
+		buf_adds(&msg, "metadata must be an object");
+	} else if (!kind || !*kind) {
+		buf_adds(&msg, "Object 'Kind' is missing in the request body");
+	} else if (!av || !*av) {
+		buf_adds(&msg, "Object 'apiVersion' is missing in the "
+			       "request body");
+	} else if (strcmp(av, want_av)) {
+		buf_addf(&msg,
+			 "the API version in the data (%s) does not "
+			 "match the expected API version (%s)",
+			 av, want_av);
+	} else if (strcmp(kind, want_kind)) {
+		buf_addf(&msg,
+			 "the kind in the data (%s) does not match the "
+			 "expected kind (%s)",
+			 kind, want_kind);
+	} else if (t->ns && *t->ns && ns && *ns && strcmp(ns, t->ns)) {
+		buf_adds(&msg, "the namespace of the provided object does not "
+			       "match the namespace sent on the request");
+	} else if (t->name && name && *name && strcmp(name, t->name)) {
+		buf_addf(&msg,
+			 "the name of the object (%s) does not match "
+			 "the name on the URL (%s)",
+			 name, t->name);
+	} else {
+		error = 0;
+	}
+	if (error < 0)
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+	buf_release(&msg);
+	return error;
+}
+
+/* dryRun: absent, or "All". 1 dry, 0 not, -1 bad (resp filled). */
+static int dry_run(const struct emu_request *req, struct emu_response *resp)
+{
+	const char *d = query(req, "dryRun");
+	struct buf msg = BUF_INIT;
+
+	if (!d || !*d)
+		return 0;
+	if (!strcmp(d, "All"))
+		return 1;
+	buf_addf(&msg,
+		 "Invalid dryRun value: %s; the only supported value "
+		 "is \"All\"",
+		 d);
+	reply_status(resp, 400, "BadRequest", msg.ptr);
+	buf_release(&msg);
+	return -1;
+}
+
+/* The Scale view of an object. Caller owns the result. */
+static json_t *scale_of(const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *ml = json_object_get(
+		json_object_get(json_object_get(obj, "spec"), "selector"),
+		"matchLabels");
+	json_t *replicas =
+		json_object_get(json_object_get(obj, "spec"), "replicas");
+	json_t *scale, *m;
+	struct buf sel = BUF_INIT;
+	const char *k;
+	json_t *v;
+	static const char *const keys[] = {"name",
+					   "namespace",
+					   "uid",
+					   "resourceVersion",
+					   "creationTimestamp",
+					   NULL};
+	const char *const *key;
+
+	json_object_foreach((json_t *)ml, k, v)
+	{
+		buf_addf(&sel, "%s%s=%s", sel.len ? "," : "", k,
+			 json_string_value(v) ? json_string_value(v) : "");
+	}
+	m = json_object();
+	for (key = keys; *key; key++)
+		if (json_object_get(meta, *key))
+			json_object_set(m, *key, json_object_get(meta, *key));
+	scale = json_pack(
+		"{s:s, s:s, s:o, s:{s:I}, s:{s:I, s:s}}", "kind", "Scale",
+		"apiVersion", "autoscaling/v1", "metadata", m, "spec",
+		"replicas",
+		(json_int_t)(replicas ? json_integer_value(replicas) : 1),
+		"status", "replicas",
+		json_integer_value(json_object_get(
+			json_object_get(obj, "status"), "replicas")),
+		"selector", buf_cstr(&sel));
+	buf_release(&sel);
+	return scale;
+}
+
+/* RFC 7386 JSON merge patch of `patch` into `target` (modified). */
+static json_t *merge_patch(json_t *target, const json_t *patch)
+{
+	const char *k;
+	json_t *v, *cur;
+
+	if (!json_is_object(patch)) {
+		json_decref(target);
+		return json_deep_copy(patch);
+	}
+	if (!json_is_object(target)) {
+		json_decref(target);
+		target = json_object();
+	}
+	json_object_foreach((json_t *)patch, k, v)
+	{
+		if (json_is_null(v)) {
+			json_object_del(target, k);
+			continue;
+		}
+		cur = json_object_get(target, k);
+		json_object_set_new(
+			target, k,
+			merge_patch(cur ? json_incref(cur) : NULL, v));
+	}
+	return target;
+}
+
+/*
+ * A strategic merge patch without lists and without $ directives means
+ * what the same JSON means as a merge patch: maps merge, null deletes.
+ */
+static bool smp_is_merge_patch(const json_t *patch)
+{
+	const char *k;
+	json_t *v;
+
+	if (json_is_array(patch))
+		return false;
+	json_object_foreach((json_t *)patch, k, v)
+	{
+		if (k[0] == '$' || !smp_is_merge_patch(v))
+			return false;
+	}
+	return true;
+}
+
+/* Read, patch, write once. The HTTP code; *out as emu_store_update(). */
+static int patch_once(struct emu_server *srv, const struct target *t,
+		      const json_t *patch, const char *mgr, bool dry,
+		      json_t **out)
+{
+	json_t *live = NULL, *patched = NULL, *spec, *s;
+	int code;
+
+	code = emu_store_get(&srv->store, t->res, t->ns, t->name, &live);
+	if (code != 200) {
+		*out = live;
+		return code;
+	}
+	if (t->sub && !strcmp(t->sub, "scale")) {
+		patched = merge_patch(scale_of(live), patch);
+		spec = json_object_get(live, "spec");
+		if (!json_is_object(spec)) {
+			spec = json_object();
+			json_object_set_new(live, "spec", spec);
+		}
+		json_object_set(
+			spec, "replicas",
+			json_object_get(json_object_get(patched, "spec"),
+					"replicas"));
+		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
+					"scale", mgr, live, dry, out);
+		if (code == 200) {
+			s = scale_of(*out);
+			json_decref(*out);
+			*out = s;
+		}
+		goto out;
+	}
+	/*
+	 * The live object carries its resourceVersion unless the patch sets
+	 * one (then a stale one is a Conflict).
+	 */
+	patched = merge_patch(json_incref(live), patch);
+	code = emu_store_update(&srv->store, t->res, t->ns, t->name, t->sub,
+				mgr, patched, dry, out);
+out:
+	json_decref(live);
+	json_decref(patched);
+	return code;
+}
+
+static void handle_patch(struct emu_server *srv, const struct emu_request *req,
+			 const struct target *t, bool dry,
+			 struct emu_response *resp)
+{
+	struct render_docs docs = RENDER_DOCS_INIT;
+	struct err err = ERR_INIT;
+	struct buf msg = BUF_INIT, mgr = BUF_INIT;
+	json_t *out = NULL;
+	bool smp, pinned;
+	int code, attempt;
+
+	smp = media_is(req->content_type,
+		       "application/strategic-merge-patch+json");
+	if (!smp &&
+	    !media_is(req->content_type, "application/merge-patch+json")) {
+		buf_addf(&msg, "the body of the request was in an unknown "
+			       "format - accepted media types include: "
+			       "application/merge-patch+json, "
+			       "application/strategic-merge-patch+json");
+		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
+		goto out;
+	}
+	if (req->body_too_large) {
+		buf_addf(&msg, "Request entity too large: limit is %u",
+			 EMU_MAX_BODY);
+		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		goto out;
+	}
+	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
+			 "patch", &err) < 0 ||
+	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
+		buf_addf(&msg, "error decoding patch: %s",
+			 err_count(&err) ? err_first(&err)
+					 : "the patch must be one object");
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	if (smp && !smp_is_merge_patch(docs.items[0].value)) {
+		reply_status(resp, 415, "UnsupportedMediaType",
+			     "kube-emu applies a strategic merge patch only "
+			     "when it holds no list and no $ directive; send "
+			     "application/merge-patch+json");
+		goto out;
+	}
+	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
+	/*
+	 * A patch without a resourceVersion applies to whatever is current:
+	 * a write racing with ours is retried, as the API server does,
+	 * instead of failing with a Conflict.
+	 */
+	pinned = json_object_get(
+			 json_object_get(docs.items[0].value, "metadata"),
+			 "resourceVersion") != NULL;
+	for (attempt = 0;; attempt++) {
+		code = patch_once(srv, t, docs.items[0].value, mgr.ptr, dry,
+				  &out);
+		if (code != 409 || pinned || attempt == 5)
+			break;
+		json_decref(out);
+		out = NULL;
+	}
+	reply_json(resp, code, out);
+out:
+	buf_release(&mgr);
+	render_docs_release(&docs);
+	err_release(&err);
+	buf_release(&msg);
+}
+
+static void handle_resource(struct emu_server *srv,
+			    const struct emu_request *req,
+			    const struct target *t, struct emu_response *resp)
+{
+	struct emu_selector sel = EMU_SELECTOR_INIT;
+	struct emu_field_selector fs = EMU_FIELD_SELECTOR_INIT;
+	struct emu_list_options lo = {0};
+	struct buf msg = BUF_INIT, av = BUF_INIT, mgr = BUF_INIT;
+	const char *m = req->method, *lim;
+	json_t *obj = NULL, *out = NULL, *cur;
+	char *end;
+	int dry, code;
+
+	if ((dry = dry_run(req, resp)) < 0)
+		goto out;
+	emu_resource_api_version(t->res, &av);
+	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
+	if (!t->name) {
+		if (!strcmp(m, "GET")) {
+			if (query(req, "watch") &&
+			    strcmp(query(req, "watch"), "false") &&
+			    strcmp(query(req, "watch"), "0")) {
+				reply_status(resp, 405, "MethodNotAllowed",
+					     "watch is not supported by "
+					     "kube-emu yet");
+				goto out;
+			}
+			if (emu_selector_parse(&sel,
+					       query(req, "labelSelector"),
+					       &msg) < 0 ||
+			    emu_field_selector_parse(
+				    &fs, query(req, "fieldSelector"), &msg) <
+				    0) {
+				reply_status(resp, 400, "BadRequest", msg.ptr);
+				goto out;
+			}
+			lim = query(req, "limit");
+			if (lim && *lim) {
+				lo.limit = strtoul(lim, &end, 10);
+				if (*end || *lim == '-')
+					lo.limit = 0;
+			}
+			lo.ns = t->ns;
+			lo.labels = &sel;
+			lo.fields = &fs;
+			lo.cont = query(req, "continue");
+			code = emu_store_list(&srv->store, t->res, &lo, &out);
+			reply_json(resp, code, out);
+		} else if (!strcmp(m, "POST") && t->ns) {
+			if (!(obj = decode_body(req, resp)) ||
+			    check_identity(t, obj, av.ptr, t->res->kind, resp) <
+				    0)
+				goto out;
+			code = emu_store_create(&srv->store, t->res,
+						t->ns ? t->ns : "", obj,
+						mgr.ptr, dry, &out);
+			reply_json(resp, code, out);
+		} else {
+			reply_method_not_allowed(resp, req);
+		}
+		goto out;
+	}
+	if (!strcmp(m, "GET")) {
+		code = emu_store_get(&srv->store, t->res, t->ns, t->name, &out);
+		if (code == 200 && t->sub && !strcmp(t->sub, "scale")) {
+			cur = scale_of(out);
+			json_decref(out);
+			out = cur;
+		}
+		reply_json(resp, code, out);
+	} else if (!strcmp(m, "PUT")) {
+		if (!(obj = decode_body(req, resp)))
+			goto out;
+		if (t->sub && !strcmp(t->sub, "scale")) {
+			if (check_identity(t, obj, "autoscaling/v1", "Scale",
+					   resp) < 0)
+				goto out;
+			code = emu_store_get(&srv->store, t->res, t->ns,
+					     t->name, &cur);
+			if (code == 200) {
+				json_object_set(
+					json_object_get(cur, "spec"),
+					"replicas",
+					json_object_get(
+						json_object_get(obj, "spec"),
+						"replicas"));
+				json_decref(out);
+				code = emu_store_update(
+					&srv->store, t->res, t->ns, t->name,
+					"scale", mgr.ptr, cur, dry, &out);
+				json_decref(cur);
+				if (code == 200) {
+					cur = scale_of(out);
+					json_decref(out);
+					out = cur;
+				}
+			} else {
+				out = cur;
+			}
+			reply_json(resp, code, out);
+			goto out;
+		}
+		if (check_identity(t, obj, av.ptr, t->res->kind, resp) < 0)
+			goto out;
+		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
+					t->sub, mgr.ptr, obj, dry, &out);
+		reply_json(resp, code, out);
+	} else if (!strcmp(m, "PATCH")) {
+		handle_patch(srv, req, t, dry, resp);
+	} else if (!strcmp(m, "DELETE") && !t->sub) {
+		code = emu_store_delete(&srv->store, t->res, t->ns, t->name,
+					dry, &out);
+		reply_json(resp, code, out);
+	} else {
+		reply_method_not_allowed(resp, req);
+	}
+out:
+	json_decref(obj);
+	emu_selector_release(&sel);
+	emu_field_selector_release(&fs);
+	buf_release(&msg);
+	buf_release(&av);
+	buf_release(&mgr);
+}
+
+/*
+ * Resolve seg[0..n) (after /api/v1 or /apis/G/V) into a target. Returns
+ * 0, or -1 when the path names no resource.
+ */
+static int resolve(const char *group, const char *version, char **seg, size_t n,
+		   struct target *t)
+{
+	const struct emu_resource *nsres;
+	size_t i = 0;
+
+	memset(t, 0, sizeof(*t));
+	nsres = emu_resource_find("", "v1", "namespaces");
+	if (n >= 3 && !strcmp(seg[0], "namespaces")) {
+		if (!*group && n == 3 && !strcmp(seg[2], "status")) {
+			t->res = nsres;
+			t->ns = "";
+			t->name = seg[1];
+			t->sub = seg[2];
+			return 0;
+		}
+		t->ns = seg[1];
+		i = 2;
+	}
+	if (i >= n)
+		return -1;
+	t->res = emu_resource_find(group, version, seg[i]);
+	if (!t->res)
+		return -1;
+	if (t->res->flags & EMU_RES_NAMESPACED) {
+		if (!t->ns && n - i > 1)
+			return -1; /* a namespaced object needs its ns */
+	} else {
+		if (t->ns)
+			return -1;
+		t->ns = "";
+	}
+	if (n - i > 3)
+		return -1;
+	if (n - i >= 2)
+		t->name = seg[i + 1];
+	if (n - i == 3) {
+		t->sub = seg[i + 2];
+		if (!(!strcmp(t->sub, "status") &&
+		      (t->res->flags & EMU_RES_STATUS)) &&
+		    !(!strcmp(t->sub, "scale") &&
+		      (t->res->flags & EMU_RES_SCALE)))
+			return -1;
+	}
+	return 0;
+}
+
+static json_t *api_group(const char *group)
+{
+	json_t *groups = emu_discovery_groups(), *g, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(groups, "groups"), i, g)
+	{
+		if (!strcmp(json_string_value(json_object_get(g, "name")),
+			    group)) {
+			found = json_deep_copy(g);
+			json_object_set_new(found, "kind",
+					    json_string("APIGroup"));
+			json_object_set_new(found, "apiVersion",
+					    json_string("v1"));
+		}
+	}
+	json_decref(groups);
+	return found;
+}
+
+/* GET-only documents: health, version, discovery, OpenAPI. */
+static int handle_static(struct emu_server *srv, char **seg, size_t n,
+			 struct emu_response *resp)
+{
+	json_t *doc = NULL;
+
+	if (n == 1 && !strcmp(seg[0], "version"))
+		doc = emu_discovery_version();
+	else if (n == 1 && !strcmp(seg[0], "api"))
+		doc = emu_discovery_api(srv->host ? srv->host : "");
+	else if (n == 2 && !strcmp(seg[0], "api"))
+		doc = emu_discovery_resources("", seg[1]);
+	else if (n == 1 && !strcmp(seg[0], "apis"))
+		doc = emu_discovery_groups();
+	else if (n == 2 && !strcmp(seg[0], "apis"))
+		doc = api_group(seg[1]);
+	else if (n == 3 && !strcmp(seg[0], "apis"))
+		doc = emu_discovery_resources(seg[1], seg[2]);
+	else if (n >= 2 && !strcmp(seg[0], "openapi")) {
+		if (n == 2 && !strcmp(seg[1], "v3"))
+			doc = emu_openapi_v3_index();
+		else if (n == 2 && !strcmp(seg[1], "v2"))
+			doc = emu_openapi_v2();
+		else if (n == 4 && !strcmp(seg[1], "v3") &&
+			 !strcmp(seg[2], "api"))
+			doc = emu_openapi_v3_doc("", seg[3]);
+		else if (n == 5 && !strcmp(seg[1], "v3") &&
+			 !strcmp(seg[2], "apis"))
+			doc = emu_openapi_v3_doc(seg[3], seg[4]);
+	} else {
+		return -1;
+	}
+	if (doc)
+		reply_json(resp, 200, doc);
+	else
+		reply_not_found(resp);
+	return 0;
+}
+
+void emu_handle(struct emu_server *srv, const struct emu_request *req,
+		struct emu_response *resp)
+{
+	char *path = strdup(req->path ? req->path : "/"), *save = NULL, *s;
+	char *seg[MAX_SEGMENTS];
+	struct target t;
+	size_t n = 0;
+
+	if (!path) {
+		reply_status(resp, 500, "InternalError", "out of memory");
+		return;
+	}
+	for (s = strtok_r(path, "/", &save); s;
+	     s = strtok_r(NULL, "/", &save)) {
+		if (n == MAX_SEGMENTS) {
+			reply_not_found(resp);
+			goto out;
+		}
+		seg[n++] = s;
+	}
+	if (n == 1 &&
+	    (!strcmp(seg[0], "readyz") || !strcmp(seg[0], "healthz") ||
+	     !strcmp(seg[0], "livez"))) {
+		resp->code = 200;
+		resp->content_type = "text/plain; charset=utf-8";
+		buf_reset(&resp->body);
+		buf_adds(&resp->body, "ok");
+		goto out;
+	}
+	if (!authorized(srv, req)) {
+		reply_status(resp, 401, "Unauthorized", "Unauthorized");
+		goto out;
+	}
+	if (!strcmp(req->method, "GET") &&
+	    handle_static(srv, seg, n, resp) == 0)
+		goto out;
+	if (n >= 3 && !strcmp(seg[0], "api") &&
+	    resolve("", seg[1], seg + 2, n - 2, &t) == 0) {
+		handle_resource(srv, req, &t, resp);
+	} else if (n >= 4 && !strcmp(seg[0], "apis") &&
+		   resolve(seg[1], seg[2], seg + 3, n - 3, &t) == 0) {
+		handle_resource(srv, req, &t, resp);
+	} else {
+		reply_not_found(resp);
+	}
+out:
+	free(path);
+}

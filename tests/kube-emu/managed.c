@@ -1,0 +1,291 @@
+/*
+ * managedFields for Update operations (create, PUT, merge patch, /scale),
+ * as kube-apiserver's fieldmanager records them: the writer gains every
+ * field it added or changed, every other manager loses the fields that
+ * were added, changed or removed, and entries left empty are dropped.
+ * Field sets and list types come from diff/ (shared with syncd).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "diff/diff.h"
+#include "tests/kube-emu/emu.h"
+
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+static struct diff_schemas *schemas;
+
+static void schemas_init(void)
+{
+	schemas = diff_schemas_new();
+}
+
+/* The list item of `list` matching the key object `keys`, or NULL. */
+static const json_t *find_item(const json_t *list, const char *keys,
+			       const struct diff_schema *s)
+{
+	const char *const *names;
+	const json_t *const *defaults;
+	size_t nkeys = diff_schema_keys(s, &names, &defaults), i, j;
+	json_t *want = json_loads(keys, 0, NULL), *item, *have;
+	const char *k;
+	json_t *v;
+	const json_t *found = NULL;
+	bool match;
+
+	json_array_foreach((json_t *)list, i, item)
+	{
+		match = json_is_object(item);
+		json_object_foreach(want, k, v)
+		{
+			if (!match)
+				break;
+			have = json_object_get(item, k);
+			for (j = 0; !have && j < nkeys; j++)
+				if (!strcmp(names[j], k))
+					have = (json_t *)defaults[j];
+			match = have && json_equal(have, v);
+		}
+		if (match) {
+			found = item;
+			break;
+		}
+	}
+	json_decref(want);
+	return found;
+}
+
+/* The value at `path` in obj, or NULL. */
+static const json_t *value_at(const json_t *obj, const struct diff_path *p,
+			      const struct diff_schema *s)
+{
+	const json_t *cur = obj, *item;
+	json_t *want;
+	size_t i, j;
+
+	for (i = 0; cur && i < p->len; i++) {
+		const struct diff_pe *pe = &p->pe[i];
+
+		switch (pe->type) {
+		case DIFF_PE_FIELD:
+			cur = json_object_get(cur, pe->text);
+			s = diff_schema_field(s, pe->text);
+			break;
+		case DIFF_PE_KEY:
+			cur = find_item(cur, pe->text, s);
+			s = diff_schema_items(s);
+			break;
+		case DIFF_PE_VALUE:
+			want = json_loads(pe->text, JSON_DECODE_ANY, NULL);
+			item = NULL;
+			for (j = 0; want && j < json_array_size(cur); j++)
+				if (json_equal(json_array_get(cur, j), want))
+					item = json_array_get(cur, j);
+			json_decref(want);
+			cur = item;
+			s = diff_schema_items(s);
+			break;
+		case DIFF_PE_INDEX:
+			cur = json_array_get(cur, strtoul(pe->text, NULL, 10));
+			s = diff_schema_items(s);
+			break;
+		}
+	}
+	return cur;
+}
+
+struct modified_ctx {
+	const json_t *old;
+	const json_t *new_obj;
+	const struct diff_schema *schema;
+	struct diff_fieldset *modified;
+	int error;
+};
+
+/*
+ * A member whose value differs between old and new. Members with
+ * children (map-list items ".") differ only through their children, so
+ * only scalars and atomic values are compared.
+ */
+static int check_modified(const struct diff_path *path, void *data)
+{
+	struct modified_ctx *c = data;
+	const json_t *a = value_at(c->old, path, c->schema);
+	const json_t *b = value_at(c->new_obj, path, c->schema);
+	bool container_with_children = false;
+
+	if (a && b && !json_equal(a, b)) {
+		if (json_is_object(b) || json_is_array(b)) {
+			enum diff_schema_type t;
+			const struct diff_schema *s = c->schema;
+			size_t i;
+
+			for (i = 0; i < path->len; i++)
+				s = path->pe[i].type == DIFF_PE_FIELD
+					    ? diff_schema_field(
+						      s, path->pe[i].text)
+					    : diff_schema_items(s);
+			t = diff_schema_type_of(s, b);
+			container_with_children = t != DIFF_SCHEMA_ATOMIC;
+		}
+		if (!container_with_children &&
+		    diff_fieldset_insert(c->modified, path) < 0)
+			return c->error = -1;
+	}
+	return 0;
+}
+
+static void now_rfc3339(char out[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static bool str_is(const json_t *v, const char *s)
+{
+	const char *have = json_string_value(v);
+
+	return s ? have && !strcmp(have, s) : have == NULL;
+}
+
+int emu_managed_update(json_t *obj, const json_t *old,
+		       const struct emu_resource *res, const char *manager,
+		       const char *sub, const char *api_version)
+{
+	struct diff_fieldset *set_new = NULL, *set_old = NULL, *added = NULL;
+	struct diff_fieldset *removed = NULL, *touched = NULL, *both = NULL;
+	struct diff_fieldset *mine = NULL, *tmp = NULL, *entry_set = NULL;
+	struct modified_ctx mc = {0};
+	json_t *meta = json_object_get(obj, "metadata"), *entries, *out, *e;
+	const struct diff_schema *schema;
+	const json_t *incoming;
+	bool found = false;
+	char ts[32];
+	size_t i;
+	int error = -1;
+
+	pthread_once(&schemas_once, schemas_init);
+	if (!schemas || !json_is_object(meta))
+		goto out;
+	schema = diff_schemas_lookup(schemas, res->group, res->kind);
+	if (diff_fieldset_of_object(&set_new, obj, schema, NULL) < 0)
+		goto out;
+	if (old) {
+		if (diff_fieldset_of_object(&set_old, old, schema, NULL) < 0)
+			goto out;
+	} else if (!(set_old = diff_fieldset_new())) {
+		goto out;
+	}
+	added = diff_fieldset_difference(set_new, set_old);
+	removed = diff_fieldset_difference(set_old, set_new);
+	both = diff_fieldset_intersect(set_new, set_old);
+	mc.modified = diff_fieldset_new();
+	if (!added || !removed || !both || !mc.modified)
+		goto out;
+	mc.old = old;
+	mc.new_obj = obj;
+	mc.schema = schema;
+	if (old && diff_fieldset_walk(both, check_modified, &mc) < 0)
+		goto out;
+	touched = diff_fieldset_union(added, mc.modified);
+	if (!touched)
+		goto out;
+
+	/* A body without managedFields keeps the stored ones. */
+	incoming = json_object_get(meta, "managedFields");
+	if (!json_is_array(incoming))
+		incoming =
+			old ? json_object_get(json_object_get(old, "metadata"),
+					      "managedFields")
+			    : NULL;
+	entries = incoming ? json_deep_copy(incoming) : json_array();
+	out = json_array();
+	now_rfc3339(ts);
+	json_array_foreach(entries, i, e)
+	{
+		diff_fieldset_free(entry_set);
+		entry_set = NULL;
+		if (diff_fieldset_parse(&entry_set,
+					json_object_get(e, "fieldsV1"),
+					NULL) < 0)
+			continue;
+		if (str_is(json_object_get(e, "manager"), manager) &&
+		    str_is(json_object_get(e, "operation"), "Update") &&
+		    str_is(json_object_get(e, "apiVersion"), api_version) &&
+		    str_is(json_object_get(e, "subresource"), sub)) {
+			found = true;
+			tmp = diff_fieldset_union(entry_set, touched);
+			mine = tmp ? diff_fieldset_difference(tmp, removed)
+				   : NULL;
+			diff_fieldset_free(tmp);
+			tmp = NULL;
+			if (mine && !diff_fieldset_empty(mine)) {
+				json_object_set_new(e, "time", json_string(ts));
+				json_object_set_new(
+					e, "fieldsV1",
+					diff_fieldset_to_json(mine));
+				json_array_append(out, e);
+			}
+			continue;
+		}
+		tmp = diff_fieldset_difference(entry_set, touched);
+		diff_fieldset_free(entry_set);
+		entry_set = tmp ? diff_fieldset_difference(tmp, removed) : NULL;
+		diff_fieldset_free(tmp);
+		tmp = NULL;
+		if (!entry_set || diff_fieldset_empty(entry_set))
+			continue;
+		json_object_set_new(e, "fieldsV1",
+				    diff_fieldset_to_json(entry_set));
+		json_array_append(out, e);
+	}
+	if (!found && !diff_fieldset_empty(touched)) {
+		e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "manager",
+			      manager, "operation", "Update", "apiVersion",
+			      api_version, "time", ts, "fieldsType", "FieldsV1",
+			      "fieldsV1", diff_fieldset_to_json(touched));
+		if (sub)
+			json_object_set_new(e, "subresource", json_string(sub));
+		json_array_append_new(out, e);
+	}
+	json_decref(entries);
+	if (json_array_size(out))
+		json_object_set_new(meta, "managedFields", out);
+	else {
+		json_object_del(meta, "managedFields");
+		json_decref(out);
+	}
+	error = 0;
+out:
+	diff_fieldset_free(set_new);
+	diff_fieldset_free(set_old);
+	diff_fieldset_free(added);
+	diff_fieldset_free(removed);
+	diff_fieldset_free(both);
+	diff_fieldset_free(touched);
+	diff_fieldset_free(mine);
+	diff_fieldset_free(entry_set);
+	diff_fieldset_free(mc.modified);
+	return error;
+}
+
+void emu_manager_name(const char *field_manager, const char *user_agent,
+		      struct buf *out)
+{
+	const char *slash;
+
+	if (field_manager && *field_manager) {
+		buf_adds(out, field_manager);
+		return;
+	}
+	if (!user_agent || !*user_agent) {
+		buf_adds(out, "unknown");
+		return;
+	}
+	slash = strchr(user_agent, '/');
+	buf_add(out, user_agent,
+		slash ? (size_t)(slash - user_agent) : strlen(user_agent));
+}

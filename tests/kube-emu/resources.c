@@ -1,0 +1,348 @@
+/*
+ * The built-in resource table and the discovery documents made from it.
+ */
+#include <string.h>
+
+#include "tests/kube-emu/emu.h"
+
+#define NS  EMU_RES_NAMESPACED
+#define ST  EMU_RES_STATUS
+#define SC  EMU_RES_SCALE
+#define GEN EMU_RES_GENERATION
+#define SUB EMU_NAME_SUBDOMAIN
+#define ALL EMU_RES_CAT_ALL
+
+/*
+ * As kube-apiserver 1.32 registers them. Generation is kept only by the
+ * kinds whose registry strategy sets it (not ConfigMaps, Secrets, ...).
+ * DaemonSets have no /scale in Kubernetes, so none here either.
+ */
+const struct emu_resource emu_resources[] = {
+	{"", "v1", "namespaces", "namespace", "Namespace", "ns", ST,
+	 EMU_NAME_LABEL},
+	{"", "v1", "configmaps", "configmap", "ConfigMap", "cm", NS, SUB},
+	{"", "v1", "secrets", "secret", "Secret", NULL, NS, SUB},
+	{"", "v1", "services", "service", "Service", "svc", ALL | NS | ST,
+	 EMU_NAME_DNS1035},
+	{"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "sa",
+	 NS, SUB},
+	{"", "v1", "pods", "pod", "Pod", "po", ALL | NS | ST, SUB},
+	{"", "v1", "endpoints", "endpoints", "Endpoints", "ep", NS, SUB},
+	{"", "v1", "events", "event", "Event", "ev", NS, SUB},
+	{"apps", "v1", "deployments", "deployment", "Deployment", "deploy",
+	 ALL | NS | ST | SC | GEN, SUB},
+	{"apps", "v1", "statefulsets", "statefulset", "StatefulSet", "sts",
+	 ALL | NS | ST | SC | GEN, SUB},
+	{"apps", "v1", "daemonsets", "daemonset", "DaemonSet", "ds",
+	 ALL | NS | ST | GEN, SUB},
+	{"apps", "v1", "replicasets", "replicaset", "ReplicaSet", "rs",
+	 ALL | NS | ST | SC | GEN, SUB},
+	{"batch", "v1", "jobs", "job", "Job", NULL, ALL | NS | ST | GEN, SUB},
+	{"batch", "v1", "cronjobs", "cronjob", "CronJob", "cj",
+	 ALL | NS | ST | GEN, SUB},
+	{"rbac.authorization.k8s.io", "v1", "roles", "role", "Role", NULL, NS,
+	 EMU_NAME_PATH},
+	{"rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding",
+	 "RoleBinding", NULL, NS, EMU_NAME_PATH},
+	{"rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole",
+	 "ClusterRole", NULL, 0, EMU_NAME_PATH},
+	{"rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+	 "clusterrolebinding", "ClusterRoleBinding", NULL, 0, EMU_NAME_PATH},
+	{"networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", "ing",
+	 NS | ST | GEN, SUB},
+	{"networking.k8s.io", "v1", "networkpolicies", "networkpolicy",
+	 "NetworkPolicy", "netpol", NS | GEN, SUB},
+	{"policy", "v1", "poddisruptionbudgets", "poddisruptionbudget",
+	 "PodDisruptionBudget", "pdb", NS | ST | GEN, SUB},
+	{"autoscaling", "v2", "horizontalpodautoscalers",
+	 "horizontalpodautoscaler", "HorizontalPodAutoscaler", "hpa",
+	 ALL | NS | ST | GEN, SUB},
+	{"coordination.k8s.io", "v1", "leases", "lease", "Lease", NULL, NS,
+	 SUB},
+	{"events.k8s.io", "v1", "events", "event", "Event", "ev", NS, SUB},
+	{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+	 "customresourcedefinition", "CustomResourceDefinition", "crd,crds",
+	 ST | GEN, SUB},
+	{"apiregistration.k8s.io", "v1", "apiservices", "apiservice",
+	 "APIService", NULL, ST, SUB},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, SUB},
+};
+
+const struct emu_resource *
+emu_resource_find(const char *group, const char *version, const char *name)
+{
+	const struct emu_resource *r;
+
+	for (r = emu_resources; r->name; r++)
+		if (!strcmp(r->group, group) && !strcmp(r->version, version) &&
+		    !strcmp(r->name, name))
+			return r;
+	return NULL;
+}
+
+void emu_resource_qualified(const struct emu_resource *res, struct buf *out)
+{
+	if (*res->group)
+		buf_addf(out, "%s.%s", res->name, res->group);
+	else
+		buf_adds(out, res->name);
+}
+
+void emu_resource_api_version(const struct emu_resource *res, struct buf *out)
+{
+	if (*res->group)
+		buf_addf(out, "%s/%s", res->group, res->version);
+	else
+		buf_adds(out, res->version);
+}
+
+json_t *emu_discovery_version(void)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+			 "major", EMU_KUBE_MAJOR, "minor", EMU_KUBE_MINOR,
+			 "gitVersion", EMU_KUBE_GIT_VERSION, "gitCommit",
+			 "0000000000000000000000000000000000000000",
+			 "gitTreeState", "clean", "buildDate",
+			 "2024-12-11T00:00:00Z", "goVersion", "go1.23.4",
+			 "compiler", "gc", "platform", "linux/amd64");
+}
+
+json_t *emu_discovery_api(const char *host)
+{
+	return json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions",
+			 "versions", "v1", "serverAddressByClientCIDRs",
+			 "clientCIDR", "0.0.0.0/0", "serverAddress", host);
+}
+
+/* Has an earlier table entry the same group (and version when given)? */
+static bool seen_before(const struct emu_resource *r, bool with_version)
+{
+	const struct emu_resource *p;
+
+	for (p = emu_resources; p != r; p++)
+		if (!strcmp(p->group, r->group) &&
+		    (!with_version || !strcmp(p->version, r->version)))
+			return true;
+	return false;
+}
+
+json_t *emu_discovery_groups(void)
+{
+	const struct emu_resource *r;
+	json_t *groups = json_array();
+	char gv[256];
+
+	for (r = emu_resources; r->name; r++) {
+		if (!*r->group || seen_before(r, false))
+			continue;
+		snprintf(gv, sizeof(gv), "%s/%s", r->group, r->version);
+		json_array_append_new(
+			groups,
+			json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name",
+				  r->group, "versions", "groupVersion", gv,
+				  "version", r->version, "preferredVersion",
+				  "groupVersion", gv, "version", r->version));
+	}
+	return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList",
+			 "apiVersion", "v1", "groups", groups);
+}
+
+static json_t *verbs_json(const struct emu_resource *r)
+{
+	if (!strcmp(r->name, "namespaces"))
+		return json_pack("[s,s,s,s,s,s,s]", "create", "delete", "get",
+				 "list", "patch", "update", "watch");
+	return json_pack("[s,s,s,s,s,s,s,s]", "create", "delete",
+			 "deletecollection", "get", "list", "patch", "update",
+			 "watch");
+}
+
+static json_t *short_names_json(const char *s)
+{
+	json_t *arr = json_array();
+	const char *comma;
+
+	while (s && *s) {
+		comma = strchr(s, ',');
+		if (!comma)
+			comma = s + strlen(s);
+		json_array_append_new(arr, json_stringn(s, comma - s));
+		s = *comma ? comma + 1 : comma;
+	}
+	return arr;
+}
+
+static json_t *subresource_json(const struct emu_resource *r, const char *sub)
+{
+	char name[160];
+	json_t *o;
+
+	snprintf(name, sizeof(name), "%s/%s", r->name, sub);
+	o = json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", name,
+		      "singularName", "", "namespaced",
+		      (r->flags & EMU_RES_NAMESPACED) != 0, "kind",
+		      strcmp(sub, "scale") ? r->kind : "Scale", "verbs", "get",
+		      "patch", "update");
+	if (!strcmp(sub, "scale")) {
+		json_object_set_new(o, "group", json_string("autoscaling"));
+		json_object_set_new(o, "version", json_string("v1"));
+	}
+	return o;
+}
+
+json_t *emu_discovery_resources(const char *group, const char *version)
+{
+	const struct emu_resource *r;
+	json_t *list = NULL, *o;
+	char gv[256];
+
+	for (r = emu_resources; r->name; r++) {
+		if (strcmp(r->group, group) || strcmp(r->version, version))
+			continue;
+		if (!list)
+			list = json_array();
+		o = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->name,
+			      "singularName", r->singular, "namespaced",
+			      (r->flags & EMU_RES_NAMESPACED) != 0, "kind",
+			      r->kind, "verbs", verbs_json(r));
+		if (r->short_names)
+			json_object_set_new(o, "shortNames",
+					    short_names_json(r->short_names));
+		if (r->flags & EMU_RES_CAT_ALL)
+			json_object_set_new(o, "categories",
+					    json_pack("[s]", "all"));
+		json_array_append_new(list, o);
+		if (r->flags & EMU_RES_STATUS)
+			json_array_append_new(list,
+					      subresource_json(r, "status"));
+		if (r->flags & EMU_RES_SCALE)
+			json_array_append_new(list,
+					      subresource_json(r, "scale"));
+	}
+	if (!list)
+		return NULL;
+	if (*group)
+		snprintf(gv, sizeof(gv), "%s/%s", group, version);
+	else
+		snprintf(gv, sizeof(gv), "%s", version);
+	return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
+			 "apiVersion", "v1", "groupVersion", gv, "resources",
+			 list);
+}
+
+json_t *emu_openapi_v3_index(void)
+{
+	const struct emu_resource *r;
+	json_t *paths = json_object();
+	char key[256], url[300];
+
+	for (r = emu_resources; r->name; r++) {
+		if (seen_before(r, true))
+			continue;
+		if (*r->group)
+			snprintf(key, sizeof(key), "apis/%s/%s", r->group,
+				 r->version);
+		else
+			snprintf(key, sizeof(key), "api/%s", r->version);
+		snprintf(url, sizeof(url), "/openapi/v3/%s?hash=0", key);
+		json_object_set_new(
+			paths, key,
+			json_pack("{s:s}", "serverRelativeURL", url));
+	}
+	return json_pack("{s:o}", "paths", paths);
+}
+
+/* The query parameters kubectl looks for on writes. */
+static json_t *write_params(void)
+{
+	static const char *const names[] = {"dryRun", "fieldManager",
+					    "fieldValidation", "force"};
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		json_array_append_new(
+			arr, json_pack("{s:s, s:s, s:b, s:{s:s}}", "name",
+				       names[i], "in", "query", "uniqueItems",
+				       1, "schema", "type",
+				       strcmp(names[i], "force") ? "string"
+								 : "boolean"));
+	return arr;
+}
+
+static json_t *operation(const struct emu_resource *r, const char *action,
+			 bool with_params)
+{
+	json_t *op =
+		json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "operationId",
+			  action, "x-kubernetes-action", action,
+			  "x-kubernetes-group-version-kind", "group", r->group,
+			  "version", r->version, "kind", r->kind);
+
+	if (with_params)
+		json_object_set_new(op, "parameters", write_params());
+	return op;
+}
+
+json_t *emu_openapi_v3_doc(const char *group, const char *version)
+{
+	const struct emu_resource *r;
+	json_t *paths = json_object(), *schemas = json_object(), *doc;
+	char base[256], coll[400], item[420], schema[256];
+	bool found = false;
+
+	for (r = emu_resources; r->name; r++) {
+		if (strcmp(r->group, group) || strcmp(r->version, version))
+			continue;
+		found = true;
+		if (*group)
+			snprintf(base, sizeof(base), "/apis/%s/%s", group,
+				 version);
+		else
+			snprintf(base, sizeof(base), "/api/%s", version);
+		snprintf(coll, sizeof(coll), "%s%s/%s", base,
+			 (r->flags & EMU_RES_NAMESPACED)
+				 ? "/namespaces/{namespace}"
+				 : "",
+			 r->name);
+		snprintf(item, sizeof(item), "%s/{name}", coll);
+		json_object_set_new(paths, coll,
+				    json_pack("{s:o, s:o}", "get",
+					      operation(r, "list", false),
+					      "post",
+					      operation(r, "post", true)));
+		json_object_set_new(
+			paths, item,
+			json_pack("{s:o, s:o, s:o, s:o}", "get",
+				  operation(r, "get", false), "put",
+				  operation(r, "put", true), "patch",
+				  operation(r, "patch", true), "delete",
+				  operation(r, "delete", false)));
+		snprintf(schema, sizeof(schema), "io.k8s.emu.%s.%s.%s",
+			 *group ? group : "core", version, r->kind);
+		json_object_set_new(
+			schemas, schema,
+			json_pack("{s:s, s:b, s:[{s:s, s:s, s:s}]}", "type",
+				  "object",
+				  "x-kubernetes-preserve-unknown-fields", 1,
+				  "x-kubernetes-group-version-kind", "group",
+				  group, "version", version, "kind", r->kind));
+	}
+	if (!found) {
+		json_decref(paths);
+		json_decref(schemas);
+		return NULL;
+	}
+	doc = json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o}}", "openapi", "3.0.0",
+			"info", "title", "Kubernetes", "version",
+			EMU_KUBE_GIT_VERSION, "paths", paths, "components",
+			"schemas", schemas);
+	return doc;
+}
+
+json_t *emu_openapi_v2(void)
+{
+	return json_pack("{s:s, s:{s:s, s:s}, s:{}, s:{}}", "swagger", "2.0",
+			 "info", "title", "Kubernetes", "version",
+			 EMU_KUBE_GIT_VERSION, "paths", "definitions");
+}

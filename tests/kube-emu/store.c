@@ -1,0 +1,654 @@
+/*
+ * The in-memory object store: one array of entries under one mutex, one
+ * resourceVersion counter for all writes, as etcd's revision.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "tests/kube-emu/emu.h"
+
+static const char *const initial_namespaces[] = {"default", "kube-system",
+						 "kube-public", NULL};
+
+static void now_rfc3339(char out[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void new_uid(char out[37])
+{
+	unsigned char b[16];
+	size_t i;
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		for (i = 0; i < sizeof(b); i++)
+			b[i] = (unsigned char)rand();
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+		 b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static void set_rv(json_t *meta, uint64_t rv)
+{
+	char s[24];
+
+	snprintf(s, sizeof(s), "%llu", (unsigned long long)rv);
+	json_object_set_new(meta, "resourceVersion", json_string(s));
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+	return json_string_value(
+		json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* Index of the entry, or -1. Lock held. */
+static ssize_t find(const struct emu_store *st, const struct emu_resource *res,
+		    const char *ns, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < st->len; i++)
+		if (st->items[i].res == res &&
+		    !strcmp(st->items[i].name, name) &&
+		    !strcmp(st->items[i].ns, ns))
+			return (ssize_t)i;
+	return -1;
+}
+
+static void entry_release(struct emu_entry *e)
+{
+	free(e->ns);
+	free(e->name);
+	json_decref(e->obj);
+}
+
+/* Append an entry taking `obj`'s reference. Lock held. */
+static int insert(struct emu_store *st, const struct emu_resource *res,
+		  const char *ns, const char *name, json_t *obj)
+{
+	struct emu_entry *n, *e;
+
+	if (st->len == st->alloc) {
+		size_t alloc = st->alloc ? st->alloc * 2 : 64;
+
+		n = realloc(st->items, alloc * sizeof(*n));
+		if (!n) {
+			json_decref(obj);
+			return -1;
+		}
+		st->items = n;
+		st->alloc = alloc;
+	}
+	e = &st->items[st->len];
+	e->res = res;
+	e->ns = strdup(ns);
+	e->name = strdup(name);
+	e->obj = obj;
+	if (!e->ns || !e->name) {
+		entry_release(e);
+		return -1;
+	}
+	st->len++;
+	return 0;
+}
+
+static void remove_at(struct emu_store *st, size_t i)
+{
+	entry_release(&st->items[i]);
+	st->items[i] = st->items[--st->len];
+}
+
+static const struct emu_resource *namespaces_res(void)
+{
+	return emu_resource_find("", "v1", "namespaces");
+}
+
+/*
+ * The server-owned fields of a Namespace: its name label, the kubernetes
+ * finalizer (spec.finalizers changes only through /finalize, so an
+ * update keeps the old spec) and phase Active.
+ */
+static void namespace_defaults(json_t *obj, const char *name, const json_t *old)
+{
+	json_t *meta = json_object_get(obj, "metadata"), *labels;
+
+	labels = json_object_get(meta, "labels");
+	if (!json_is_object(labels)) {
+		labels = json_object();
+		json_object_set_new(meta, "labels", labels);
+	}
+	json_object_set_new(labels, "kubernetes.io/metadata.name",
+			    json_string(name));
+	if (old)
+		json_object_set(obj, "spec", json_object_get(old, "spec"));
+	else
+		json_object_set_new(
+			obj, "spec",
+			json_pack("{s:[s]}", "finalizers", "kubernetes"));
+	json_object_set_new(obj, "status",
+			    json_pack("{s:s}", "phase", "Active"));
+}
+
+int emu_store_init(struct emu_store *st)
+{
+	const char *const *ns;
+	json_t *in;
+	json_t *out = NULL;
+	int code;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_init(&st->lock, NULL);
+	for (ns = initial_namespaces; *ns; ns++) {
+		in = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1",
+			       "kind", "Namespace", "metadata", "name", *ns);
+		code = emu_store_create(st, namespaces_res(), "", in, NULL,
+					false, &out);
+		json_decref(in);
+		json_decref(out);
+		if (code != 201)
+			return -1;
+	}
+	return 0;
+}
+
+void emu_store_release(struct emu_store *st)
+{
+	size_t i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->len; i++)
+		entry_release(&st->items[i]);
+	free(st->items);
+	st->items = NULL;
+	st->len = st->alloc = 0;
+	pthread_mutex_destroy(&st->lock);
+}
+
+json_t *emu_status_not_found(const struct emu_resource *res, const char *name)
+{
+	struct buf q = BUF_INIT, msg = BUF_INIT;
+	json_t *st;
+
+	emu_resource_qualified(res, &q);
+	buf_addf(&msg, "%s \"%s\" not found", buf_cstr(&q), name);
+	st = emu_status_new(404, "NotFound", buf_cstr(&msg), name, res->group,
+			    res->name);
+	buf_release(&q);
+	buf_release(&msg);
+	return st;
+}
+
+/* 422 Invalid with one FieldValueInvalid cause. */
+static json_t *status_invalid(const struct emu_resource *res, const char *name,
+			      const char *field, const char *cause_reason,
+			      const char *detail)
+{
+	struct buf msg = BUF_INIT;
+	json_t *st, *details;
+	buf_addf(&msg, "%s \"%s\" is invalid: %s: %s", res->kind, name, field,
+		 detail);
+	st = emu_status_new(422, "Invalid", buf_cstr(&msg), name, res->group,
+			    res->kind);
+	details = json_object_get(st, "details");
+	json_object_set_new(details, "causes",
+			    json_pack("[{s:s, s:s, s:s}]", "reason",
+				      cause_reason, "message", detail, "field",
+				      field));
+	buf_release(&msg);
+	return st;
+}
+
+int emu_store_get(struct emu_store *st, const struct emu_resource *res,
+		  const char *ns, const char *name, json_t **out)
+{
+	ssize_t i;
+
+	pthread_mutex_lock(&st->lock);
+	i = find(st, res, ns, name);
+	*out = i < 0 ? emu_status_not_found(res, name)
+		     : json_deep_copy(st->items[i].obj);
+	pthread_mutex_unlock(&st->lock);
+	return i < 0 ? 404 : 200;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct emu_entry *x = *(struct emu_entry *const *)a;
+	const struct emu_entry *y = *(struct emu_entry *const *)b;
+	int c = strcmp(x->ns, y->ns);
+
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/* "ns/name" of an entry, the order key of lists and continue tokens. */
+static void entry_key(const struct emu_entry *e, struct buf *out)
+{
+	buf_reset(out);
+	buf_addf(out, "%s/%s", e->ns, e->name);
+}
+
+static void hex_encode(const char *s, struct buf *out)
+{
+	for (; *s; s++)
+		buf_addf(out, "%02x", (unsigned char)*s);
+}
+
+static int hex_decode(const char *s, struct buf *out)
+{
+	unsigned v;
+
+	if (strlen(s) % 2)
+		return -1;
+	for (; *s; s += 2) {
+		if (sscanf(s, "%2x", &v) != 1)
+			return -1;
+		buf_addch(out, (char)v);
+	}
+	return 0;
+}
+
+static bool field_ok(const char *want, bool negated, const char *have)
+{
+	if (!want)
+		return true;
+	return negated ? strcmp(want, have) != 0 : strcmp(want, have) == 0;
+}
+
+int emu_store_list(struct emu_store *st, const struct emu_resource *res,
+		   const struct emu_list_options *opts, json_t **out)
+{
+	struct emu_entry **sel = NULL;
+	struct buf start = BUF_INIT, key = BUF_INIT, tok = BUF_INIT;
+	struct buf lk = BUF_INIT;
+	json_t *items = NULL, *list = NULL, *item, *meta;
+	size_t n = 0, i, first = 0, count;
+	const struct emu_entry *e;
+	int code = 200;
+	char rv[24];
+
+	if (opts->cont && *opts->cont && hex_decode(opts->cont, &start) < 0) {
+		*out = emu_status_new(400, "BadRequest",
+				      "continue key is not valid: illegal "
+				      "base64 data at input byte 0",
+				      NULL, NULL, NULL);
+		return 400;
+	}
+	pthread_mutex_lock(&st->lock);
+	sel = calloc(st->len ? st->len : 1, sizeof(*sel));
+	if (!sel) {
+		code = 500;
+		goto out;
+	}
+	for (i = 0; i < st->len; i++) {
+		e = &st->items[i];
+		if (e->res != res || (opts->ns && strcmp(opts->ns, e->ns)))
+			continue;
+		if (opts->fields &&
+		    (!field_ok(opts->fields->name, opts->fields->name_negated,
+			       e->name) ||
+		     !field_ok(opts->fields->ns, opts->fields->ns_negated,
+			       e->ns)))
+			continue;
+		if (opts->labels &&
+		    !emu_selector_matches(
+			    opts->labels,
+			    json_object_get(json_object_get(e->obj, "metadata"),
+					    "labels")))
+			continue;
+		sel[n++] = &st->items[i];
+	}
+	qsort(sel, n, sizeof(*sel), entry_cmp);
+	if (start.len) {
+		while (first < n) {
+			entry_key(sel[first], &key);
+			if (strcmp(buf_cstr(&key), buf_cstr(&start)) > 0)
+				break;
+			first++;
+		}
+	}
+	items = json_array();
+	for (i = first, count = 0; i < n; i++, count++) {
+		if (opts->limit && count == opts->limit)
+			break;
+		item = json_deep_copy(sel[i]->obj);
+		json_object_del(item, "kind");
+		json_object_del(item, "apiVersion");
+		json_array_append_new(items, item);
+	}
+	snprintf(rv, sizeof(rv), "%llu", (unsigned long long)st->rv);
+	meta = json_pack("{s:s}", "resourceVersion", rv);
+	if (i < n) {
+		entry_key(sel[i - 1], &key);
+		hex_encode(buf_cstr(&key), &tok);
+		json_object_set_new(meta, "continue",
+				    json_string(buf_cstr(&tok)));
+		json_object_set_new(meta, "remainingItemCount",
+				    json_integer((json_int_t)(n - i)));
+	}
+	buf_addf(&lk, "%sList", res->kind);
+	buf_reset(&key);
+	emu_resource_api_version(res, &key);
+	list = json_pack("{s:s, s:s, s:o, s:o}", "kind", buf_cstr(&lk),
+			 "apiVersion", buf_cstr(&key), "metadata", meta,
+			 "items", items);
+	items = NULL;
+out:
+	pthread_mutex_unlock(&st->lock);
+	if (code != 200)
+		list = emu_status_new(500, "InternalError", "out of memory",
+				      NULL, NULL, NULL);
+	*out = list;
+	json_decref(items);
+	free(sel);
+	buf_release(&start);
+	buf_release(&key);
+	buf_release(&tok);
+	buf_release(&lk);
+	return code;
+}
+
+/* Random suffix of generateName, as kube: 5 characters. */
+static void generate_name(const char *prefix, struct buf *out)
+{
+	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+	unsigned char b[5];
+	size_t i;
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		for (i = 0; i < sizeof(b); i++)
+			b[i] = (unsigned char)rand();
+	buf_adds(out, prefix);
+	for (i = 0; i < sizeof(b); i++)
+		buf_addch(out, alphabet[b[i] % (sizeof(alphabet) - 1)]);
+}
+
+int emu_store_create(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const json_t *in, const char *manager,
+		     bool dry_run, json_t **out)
+{
+	struct buf name = BUF_INIT, msg = BUF_INIT;
+	json_t *obj = json_deep_copy(in), *meta;
+	const char *why, *gen;
+	char ts[32], uid[37];
+	int code = 201;
+
+	pthread_mutex_lock(&st->lock);
+	meta = json_object_get(obj, "metadata");
+	if (!json_is_object(meta)) {
+		meta = json_object();
+		json_object_set_new(obj, "metadata", meta);
+	}
+	if (meta_str(obj, "name") && *meta_str(obj, "name")) {
+		buf_adds(&name, meta_str(obj, "name"));
+	} else if ((gen = meta_str(obj, "generateName")) && *gen) {
+		generate_name(gen, &name);
+		json_object_set_new(meta, "name", json_string(name.ptr));
+	} else {
+		*out = status_invalid(res, "", "metadata.name",
+				      "FieldValueRequired",
+				      "Required value: name or generateName "
+				      "is required");
+		code = 422;
+		goto out;
+	}
+	if (emu_name_check(name.ptr, res->name_rule, &why) < 0) {
+		buf_addf(&msg, "Invalid value: \"%s\": %s", name.ptr, why);
+		*out = status_invalid(res, name.ptr, "metadata.name",
+				      "FieldValueInvalid", msg.ptr);
+		code = 422;
+		goto out;
+	}
+	if (*ns && find(st, namespaces_res(), "", ns) < 0) {
+		*out = emu_status_not_found(namespaces_res(), ns);
+		code = 404;
+		goto out;
+	}
+	if (find(st, res, ns, name.ptr) >= 0) {
+		buf_reset(&msg);
+		emu_resource_qualified(res, &msg);
+		buf_addf(&msg, " \"%s\" already exists", name.ptr);
+		*out = emu_status_new(409, "AlreadyExists", msg.ptr, name.ptr,
+				      res->group, res->name);
+		code = 409;
+		goto out;
+	}
+	if (*ns)
+		json_object_set_new(meta, "namespace", json_string(ns));
+	else
+		json_object_del(meta, "namespace");
+	new_uid(uid);
+	now_rfc3339(ts);
+	json_object_set_new(meta, "uid", json_string(uid));
+	json_object_del(meta, "resourceVersion");
+	json_object_set_new(meta, "creationTimestamp", json_string(ts));
+	if (res->flags & EMU_RES_GENERATION)
+		json_object_set_new(meta, "generation", json_integer(1));
+	else
+		json_object_del(meta, "generation");
+	if (res->flags & EMU_RES_STATUS)
+		json_object_del(obj, "status");
+	if (!strcmp(res->name, "namespaces") && !*res->group)
+		namespace_defaults(obj, name.ptr, NULL);
+	if (manager) {
+		buf_reset(&msg);
+		emu_resource_api_version(res, &msg);
+		emu_managed_update(obj, NULL, res, manager, NULL, msg.ptr);
+	}
+	if (!dry_run) {
+		set_rv(meta, ++st->rv);
+		if (insert(st, res, ns, name.ptr, json_incref(obj)) < 0) {
+			*out = emu_status_new(500, "InternalError",
+					      "out of memory", NULL, NULL,
+					      NULL);
+			code = 500;
+			goto out;
+		}
+	}
+	*out = json_incref(obj);
+out:
+	pthread_mutex_unlock(&st->lock);
+	json_decref(obj);
+	buf_release(&name);
+	buf_release(&msg);
+	return code;
+}
+
+/* "configmaps \"x\"" becomes kube's optimistic-concurrency message. */
+static void conflict_message(struct buf *msg)
+{
+	struct buf full = BUF_INIT;
+
+	buf_addf(&full,
+		 "Operation cannot be fulfilled on %s: the object has been "
+		 "modified; please apply your changes to the latest version "
+		 "and try again",
+		 buf_cstr(msg));
+	buf_release(msg);
+	*msg = full;
+}
+
+int emu_store_update(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const char *name, const char *sub,
+		     const char *manager, const json_t *in, bool dry_run,
+		     json_t **out)
+{
+	bool status_only = sub && !strcmp(sub, "status");
+	struct buf msg = BUF_INIT;
+	json_t *obj = NULL, *old, *meta, *oldmeta;
+	const char *rv;
+	json_int_t gen;
+	ssize_t i;
+	int code = 200;
+	static const char *const kept[] = {"uid",
+					   "creationTimestamp",
+					   "generation",
+					   "resourceVersion",
+					   "deletionTimestamp",
+					   NULL};
+	const char *const *k;
+
+	pthread_mutex_lock(&st->lock);
+	i = find(st, res, ns, name);
+	if (i < 0) {
+		*out = emu_status_not_found(res, name);
+		code = 404;
+		goto out;
+	}
+	old = st->items[i].obj;
+	oldmeta = json_object_get(old, "metadata");
+	rv = meta_str(in, "resourceVersion");
+	if (rv && *rv && strcmp(rv, meta_str(old, "resourceVersion"))) {
+		emu_resource_qualified(res, &msg);
+		buf_addf(&msg, " \"%s\"", name);
+		conflict_message(&msg);
+		*out = emu_status_new(409, "Conflict", msg.ptr, name,
+				      res->group, res->name);
+		code = 409;
+		goto out;
+	}
+	if (status_only) {
+		/* /status: only the status comes from the body. */
+		obj = json_deep_copy(old);
+		if (json_object_get(in, "status"))
+			json_object_set(obj, "status",
+					json_object_get(in, "status"));
+		else
+			json_object_del(obj, "status");
+	} else {
+		obj = json_deep_copy(in);
+		if (!json_is_object(json_object_get(obj, "metadata")))
+			json_object_set_new(obj, "metadata", json_object());
+		if (res->flags & EMU_RES_STATUS) {
+			if (json_object_get(old, "status"))
+				json_object_set(obj, "status",
+						json_object_get(old, "status"));
+			else
+				json_object_del(obj, "status");
+		}
+	}
+	meta = json_object_get(obj, "metadata");
+	json_object_set_new(meta, "name", json_string(name));
+	if (*ns)
+		json_object_set_new(meta, "namespace", json_string(ns));
+	for (k = kept; *k; k++) {
+		if (json_object_get(oldmeta, *k))
+			json_object_set(meta, *k, json_object_get(oldmeta, *k));
+		else
+			json_object_del(meta, *k);
+	}
+	if (!strcmp(res->name, "namespaces") && !*res->group)
+		namespace_defaults(obj, name, old);
+	if (!json_is_array(json_object_get(meta, "managedFields"))) {
+		if (json_object_get(oldmeta, "managedFields"))
+			json_object_set(
+				meta, "managedFields",
+				json_object_get(oldmeta, "managedFields"));
+		else
+			json_object_del(meta, "managedFields");
+	}
+	if (json_equal(obj, old)) {
+		*out = json_incref(obj);
+		goto out;
+	}
+	if ((res->flags & EMU_RES_GENERATION) &&
+	    !json_equal(json_object_get(obj, "spec"),
+			json_object_get(old, "spec"))) {
+		gen = json_integer_value(
+			json_object_get(oldmeta, "generation"));
+		json_object_set_new(meta, "generation", json_integer(gen + 1));
+	}
+	if (manager) {
+		buf_reset(&msg);
+		emu_resource_api_version(res, &msg);
+		emu_managed_update(obj, old, res, manager, sub, msg.ptr);
+	}
+	if (!dry_run) {
+		set_rv(meta, ++st->rv);
+		json_decref(st->items[i].obj);
+		st->items[i].obj = json_incref(obj);
+	}
+	*out = json_incref(obj);
+out:
+	pthread_mutex_unlock(&st->lock);
+	json_decref(obj);
+	buf_release(&msg);
+	return code;
+}
+
+static bool is_initial_namespace(const char *name)
+{
+	const char *const *ns;
+
+	for (ns = initial_namespaces; *ns; ns++)
+		if (!strcmp(*ns, name))
+			return true;
+	return false;
+}
+
+int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const char *name, bool dry_run,
+		     json_t **out)
+{
+	struct buf msg = BUF_INIT;
+	json_t *details;
+	bool is_ns = res == namespaces_res();
+	ssize_t i;
+	size_t j;
+	int code = 200;
+
+	pthread_mutex_lock(&st->lock);
+	i = find(st, res, ns, name);
+	if (i < 0) {
+		*out = emu_status_not_found(res, name);
+		code = 404;
+		goto out;
+	}
+	if (is_ns && is_initial_namespace(name)) {
+		buf_addf(&msg,
+			 "namespaces \"%s\" is forbidden: this "
+			 "namespace may not be deleted",
+			 name);
+		*out = emu_status_new(403, "Forbidden", msg.ptr, name, "",
+				      "namespaces");
+		code = 403;
+		goto out;
+	}
+	*out = json_pack(
+		"{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:O}}", "kind", "Status",
+		"apiVersion", "v1", "metadata", "status", "Success", "details",
+		"name", name, "kind", res->name, "uid",
+		json_object_get(json_object_get(st->items[i].obj, "metadata"),
+				"uid"));
+	if (*res->group) {
+		details = json_object_get(*out, "details");
+		json_object_set_new(details, "group", json_string(res->group));
+	}
+	if (dry_run)
+		goto out;
+	remove_at(st, (size_t)i);
+	if (is_ns) {
+		/* The namespace's objects go with it. */
+		for (j = st->len; j-- > 0;)
+			if ((st->items[j].res->flags & EMU_RES_NAMESPACED) &&
+			    !strcmp(st->items[j].ns, name))
+				remove_at(st, j);
+	}
+	st->rv++;
+out:
+	pthread_mutex_unlock(&st->lock);
+	buf_release(&msg);
+	return code;
+}
