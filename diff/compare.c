@@ -15,20 +15,21 @@
 #include "diff/internal.h"
 
 #include <fnmatch.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "util/sha256.h"
 
-/* A managedFields entry of the live object, its field set parsed lazily. */
+/*
+ * A managedFields entry of the live object. Only its name is read up
+ * front; the other fields (entry_str()) and the field set are looked up
+ * when needed, which for most objects is only our own entry's.
+ */
 struct manager {
+	const json_t *entry;
 	const char *name;
-	const char *operation;
-	const char *subresource;
-	const char *api_version;
-	const char *time;
-	const json_t *fields_v1;
 	struct diff_fieldset *set;
 	bool parsed;
 	enum diff_actor actor;
@@ -167,33 +168,114 @@ static char *dump_compact(const json_t *v)
 	return buf_detach(&b, NULL);
 }
 
+/* True when Go's encoding/json writes `s` between its quotes as it is. */
+static bool plain_json_string(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' ||
+		    ch == '<' || ch == '>' || ch == '&')
+			return false;
+	}
+	return true;
+}
+
+/* Append `,"name":` (no comma for the first member) in one go. */
+static int add_member_name(struct buf *out, bool comma, const char *name)
+{
+	size_t n = strlen(name);
+	char *p;
+	int error;
+
+	if ((error = buf_grow(out, n + 4)) < 0)
+		return error;
+	p = out->ptr + out->len;
+	if (comma)
+		*p++ = ',';
+	*p++ = '"';
+	memcpy(p, name, n);
+	p += n;
+	*p++ = '"';
+	*p++ = ':';
+	out->len = (size_t)(p - out->ptr);
+	*p = '\0';
+	return 0;
+}
+
+/* Key fields written directly (more go through a json_t). */
+#define DIRECT_KEYS 8
+
 /*
- * The k: text of a map-list item: its key fields, defaults filled in, as
- * compact JSON sorted by name. NULL when a key is missing (or no memory).
+ * Append the k: text of a map-list item to `out`: its key fields, defaults
+ * filled in, as compact JSON sorted by name. It is byte for byte what
+ * diff_json_dump() prints for an object of those fields (field sets hold
+ * that text), written directly when the names need no escaping and the
+ * values are scalars (the usual case: no json_t is built), else through
+ * such an object. Returns 1 (and appends nothing) when the item is not an
+ * object or lacks a key without a default, ERR_NOMEM.
  */
-static char *item_key_text(const json_t *item, const struct diff_schema *list)
+static int item_key(struct buf *out, const json_t *item,
+		    const struct diff_schema *list)
 {
 	const char *const *names;
 	const json_t *const *defaults;
-	size_t n = diff_schema_keys(list, &names, &defaults);
-	json_t *key = json_object();
-	char *text = NULL;
+	size_t n = diff_schema_keys(list, &names, &defaults), start = out->len;
+	const json_t *vals[DIRECT_KEYS], *v;
+	json_t *key = NULL;
+	bool direct = n <= DIRECT_KEYS;
+	int error = 0;
 
-	if (!key || !json_is_object(item))
-		goto out;
+	if (!json_is_object(item))
+		return 1;
 	for (size_t i = 0; i < n; i++) {
-		json_t *v = json_object_get(item, names[i]);
-
+		if (!(v = json_object_get(item, names[i])))
+			v = defaults[i];
 		if (!v)
-			v = (json_t *)defaults[i];
-		if (!v)
-			goto out;
-		json_object_set(key, names[i], v);
+			return 1;
+		if (json_is_object(v) || json_is_array(v) ||
+		    !plain_json_string(names[i]))
+			direct = false;
+		if (i < DIRECT_KEYS)
+			vals[i] = v;
 	}
-	text = dump_compact(key);
+	if (direct) {
+		/* Names come sorted and unique: the order dump would give. */
+		error = buf_addch(out, '{');
+		for (size_t i = 0; i < n && !error; i++)
+			if (!(error = add_member_name(out, i, names[i])))
+				error = diff_json_dump(vals[i], 0, out);
+		if (!error)
+			error = buf_addch(out, '}');
+		goto out;
+	}
+	if (!(key = json_object()))
+		return ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!(v = json_object_get(item, names[i])))
+			v = defaults[i];
+		json_object_set(key, names[i], (json_t *)v);
+	}
+	error = diff_json_dump(key, 0, out);
 out:
 	json_decref(key);
-	return text;
+	if (error < 0) {
+		buf_truncate(out, start);
+		return error == ERR_NOMEM ? ERR_NOMEM : 1;
+	}
+	return 0;
+}
+
+/* The k: text of a map-list item as a new string; NULL when it has none. */
+static char *item_key_text(const json_t *item, const struct diff_schema *list)
+{
+	struct buf b = BUF_INIT;
+
+	if (item_key(&b, item, list)) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
 }
 
 static bool value_in_array(const json_t *arr, const json_t *v)
@@ -212,37 +294,29 @@ static bool value_in_array(const json_t *arr, const json_t *v)
 static json_t *path_child(json_t *node, const struct diff_pe *pe,
 			  const struct diff_schema *s, size_t *index)
 {
+	struct buf t = BUF_INIT;
+	json_t *e, *hit = NULL;
 	size_t i;
-	json_t *e;
 
 	switch (pe->type) {
 	case DIFF_PE_FIELD:
 		return json_is_object(node) ? json_object_get(node, pe->text)
 					    : NULL;
 	case DIFF_PE_KEY:
-		json_array_foreach (node, i, e) {
-			char *t = item_key_text(e, s);
-			bool hit = t && !strcmp(t, pe->text);
-
-			free(t);
-			if (hit) {
-				*index = i;
-				return e;
-			}
-		}
-		return NULL;
 	case DIFF_PE_VALUE:
 		json_array_foreach (node, i, e) {
-			char *t = dump_compact(e);
-			bool hit = t && !strcmp(t, pe->text);
-
-			free(t);
-			if (hit) {
+			buf_reset(&t);
+			if (pe->type == DIFF_PE_KEY ? item_key(&t, e, s)
+						    : diff_json_dump(e, 0, &t))
+				continue;
+			if (!strcmp(buf_cstr(&t), pe->text)) {
 				*index = i;
-				return e;
+				hit = e;
+				break;
 			}
 		}
-		return NULL;
+		buf_release(&t);
+		return hit;
 	case DIFF_PE_INDEX:
 		*index = strtoul(pe->text, NULL, 10);
 		return json_array_get(node, *index);
@@ -521,6 +595,12 @@ static bool rule_matches(const struct diff_ignore_rule *r,
 	       (!r->name || !fnmatch(r->name, key->name, 0));
 }
 
+/* A string field of the manager's entry, or NULL. */
+static const char *entry_str(const struct manager *m, const char *key)
+{
+	return json_string_value(json_object_get(m->entry, key));
+}
+
 static void load_managers(struct cmp *c)
 {
 	const json_t *list, *e;
@@ -546,14 +626,8 @@ static void load_managers(struct cmp *c)
 				       "object; ignored", i);
 			continue;
 		}
+		m->entry = e;
 		m->name = name ? name : "";
-		m->operation = json_string_value(json_object_get(e, "operation"));
-		m->subresource =
-			json_string_value(json_object_get(e, "subresource"));
-		m->api_version =
-			json_string_value(json_object_get(e, "apiVersion"));
-		m->time = json_string_value(json_object_get(e, "time"));
-		m->fields_v1 = json_object_get(e, "fieldsV1");
 		m->actor = classify(c, m->name);
 		for (size_t r = 0; r < c->opts->nignore; r++)
 			if (rule_matches(&c->opts->ignore[r], &c->rep->key) &&
@@ -568,13 +642,14 @@ static const struct diff_fieldset *manager_set(struct cmp *c, size_t i)
 {
 	struct manager *m = &c->mgrs[i];
 	struct err why = ERR_INIT;
+	const json_t *fields_v1;
 
 	if (m->parsed)
 		return m->set;
 	m->parsed = true;
-	if (!m->fields_v1)
+	if (!(fields_v1 = json_object_get(m->entry, "fieldsV1")))
 		return NULL;
-	if (diff_fieldset_parse(&m->set, m->fields_v1, &why) < 0) {
+	if (diff_fieldset_parse(&m->set, fields_v1, &why) < 0) {
 		add_warning(c, "managedFields entry of %s is unreadable and "
 			       "ignored: %s",
 			    m->name, err_first(&why));
@@ -630,6 +705,10 @@ static bool owns(const struct diff_fieldset *set, const struct diff_pe *pe,
 static int add_owner(struct diff_field *f, const struct manager *m)
 {
 	struct diff_owner *o = realloc(f->owners, (f->nowners + 1) * sizeof(*o));
+	const char *operation = entry_str(m, "operation");
+	const char *subresource = entry_str(m, "subresource");
+	const char *api_version = entry_str(m, "apiVersion");
+	const char *when = entry_str(m, "time");
 
 	if (!o)
 		return ERR_NOMEM;
@@ -638,11 +717,11 @@ static int add_owner(struct diff_field *f, const struct manager *m)
 	memset(o, 0, sizeof(*o));
 	o->actor = m->actor;
 	if (!(o->manager = strdup(m->name)) ||
-	    (m->operation && !(o->operation = strdup(m->operation))) ||
-	    (m->subresource && *m->subresource &&
-	     !(o->subresource = strdup(m->subresource))) ||
-	    (m->api_version && !(o->api_version = strdup(m->api_version))) ||
-	    (m->time && !(o->time = strdup(m->time))))
+	    (operation && !(o->operation = strdup(operation))) ||
+	    (subresource && *subresource &&
+	     !(o->subresource = strdup(subresource))) ||
+	    (api_version && !(o->api_version = strdup(api_version))) ||
+	    (when && !(o->time = strdup(when))))
 		return ERR_NOMEM;
 	return 0;
 }
@@ -873,24 +952,46 @@ static int cmp_set(struct cmp *c, const json_t *d, const json_t *l)
 	return 0;
 }
 
+/*
+ * A map-list: items matched by their k: texts. The live items' texts are
+ * built once per list, NUL-separated in one buffer; each desired item's
+ * text goes after them and is pushed as it is (the buffer stays put
+ * while the item is compared).
+ */
 static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
 			const struct diff_schema *s)
 {
 	const struct diff_schema *items = diff_schema_items(s);
-	size_t nlive = json_array_size(l), i;
-	char **live_keys = calloc(nlive ? nlive : 1, sizeof(*live_keys));
+	size_t nlive = json_array_size(l), i, j, base;
+	size_t off_inline[16], *off = off_inline;
+	struct buf keys = BUF_INIT;
 	json_t *e;
-	int error = 0;
+	int error = 0, r;
 
-	if (!live_keys)
+	if (nlive > sizeof(off_inline) / sizeof(off_inline[0]) &&
+	    !(off = malloc(nlive * sizeof(*off))))
 		return oom(c);
-	for (i = 0; i < nlive; i++)
-		live_keys[i] = item_key_text(json_array_get(l, i), s);
+	for (i = 0; i < nlive; i++) {
+		off[i] = keys.len;
+		r = item_key(&keys, json_array_get(l, i), s);
+		if (r < 0 || (!r && buf_add(&keys, "", 1) < 0)) {
+			error = oom(c);
+			goto out;
+		}
+		if (r)
+			off[i] = SIZE_MAX;
+	}
+	base = keys.len;
 	json_array_foreach ((json_t *)d, i, e) {
-		char *key = item_key_text(e, s);
 		const json_t *match = NULL;
+		const char *key;
 
-		if (!key) {
+		buf_truncate(&keys, base);
+		if ((r = item_key(&keys, e, s)) < 0) {
+			error = oom(c);
+			goto out;
+		}
+		if (r) {
 			struct buf p = BUF_INIT;
 			struct diff_path path = cur_path(c);
 
@@ -903,13 +1004,13 @@ static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
 				c->error = error;
 			goto out;
 		}
-		for (size_t j = 0; j < nlive && !match; j++)
-			if (live_keys[j] && !strcmp(live_keys[j], key))
+		key = keys.ptr + base;
+		for (j = 0; j < nlive && !match; j++)
+			if (off[j] != SIZE_MAX &&
+			    !strcmp(keys.ptr + off[j], key))
 				match = json_array_get(l, j);
-		if ((error = push(c, DIFF_PE_KEY, key, true)) < 0) {
-			free(key);
+		if ((error = push(c, DIFF_PE_KEY, key, false)) < 0)
 			goto out;
-		}
 		if (!match)
 			error = record(c, DIFF_ABSENT, e, NULL);
 		else
@@ -919,9 +1020,9 @@ static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
 			goto out;
 	}
 out:
-	for (i = 0; i < nlive; i++)
-		free(live_keys[i]);
-	free(live_keys);
+	if (off != off_inline)
+		free(off);
+	buf_release(&keys);
 	return error;
 }
 
@@ -932,10 +1033,20 @@ static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
 
 	if (!l)
 		return json_is_null(d) ? 0 : record(c, DIFF_ABSENT, d, NULL);
-	if (!json_is_object(d) && !json_is_array(d))
+	if (!json_is_object(d) && !json_is_array(d)) {
+		/*
+		 * The same string is the same value, quantity or not: no need
+		 * to canonicalize "100m" twice to learn that.
+		 */
+		if (json_is_string(d) && json_is_string(l) &&
+		    json_string_length(d) == json_string_length(l) &&
+		    !memcmp(json_string_value(d), json_string_value(l),
+			    json_string_length(d)))
+			return 0;
 		return diff_value_equal(d, l, diff_schema_is_quantity(s))
 			       ? 0
 			       : record(c, DIFF_CHANGED, d, l);
+	}
 	type = diff_schema_type_of(s, d);
 	if (type == DIFF_SCHEMA_ATOMIC)
 		return diff_value_equal(d, l, false)
@@ -1055,35 +1166,44 @@ static int removal_visit(const struct diff_path *p, void *data)
 	return 0;
 }
 
-/* Union of what our field manager applied (Apply, main resource). */
-static int own_applied_set(struct cmp *c, struct diff_fieldset **out)
+/*
+ * What our field manager applied (Apply, main resource): *out is the one
+ * entry's set itself when there is one (owned by c, *acc stays NULL), or
+ * the union of several in *acc (caller frees); NULL when there is none.
+ */
+static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
+			   struct diff_fieldset **acc)
 {
-	struct diff_fieldset *acc = NULL;
+	const struct diff_fieldset *first = NULL;
 
 	*out = NULL;
+	*acc = NULL;
 	load_managers(c);
 	for (size_t i = 0; i < c->nmgrs; i++) {
 		const struct manager *m = &c->mgrs[i];
 		const struct diff_fieldset *set;
+		struct diff_fieldset *u;
+		const char *operation, *subresource;
 
-		if (m->actor != DIFF_ACTOR_SELF || !m->operation ||
-		    strcmp(m->operation, "Apply") ||
-		    (m->subresource && *m->subresource))
+		if (m->actor != DIFF_ACTOR_SELF)
+			continue;
+		operation = entry_str(m, "operation");
+		subresource = entry_str(m, "subresource");
+		if (!operation || strcmp(operation, "Apply") ||
+		    (subresource && *subresource))
 			continue;
 		if (!(set = manager_set(c, i)))
 			continue;
-		if (!acc) {
-			acc = diff_fieldset_union(set, set);
-		} else {
-			struct diff_fieldset *u = diff_fieldset_union(acc, set);
-
-			diff_fieldset_free(acc);
-			acc = u;
+		if (!first) {
+			first = set;
+			continue;
 		}
-		if (!acc)
+		if (!(u = diff_fieldset_union(*acc ? *acc : first, set)))
 			return oom(c);
+		diff_fieldset_free(*acc);
+		*acc = u;
 	}
-	*out = acc;
+	*out = *acc ? *acc : first;
 	return 0;
 }
 
@@ -1166,21 +1286,76 @@ static void pointer_delete(json_t *root, const char *ptr)
 
 /* --- views for the text rendering --- */
 
+static bool key_is(const char *key, size_t len, const char *name)
+{
+	return len == strlen(name) && !memcmp(key, name, len);
+}
+
+/*
+ * Is a member left out of the view? Level 0 is the object, 1 its metadata,
+ * 2 its annotations.
+ */
+static bool view_drops(unsigned level, const char *key, size_t len)
+{
+	if (level == 0)
+		return key_is(key, len, "status");
+	if (level == 2)
+		return key_is(
+			key, len,
+			"kubectl.kubernetes.io/last-applied-configuration");
+	for (const char *const *f = server_metadata + 2; *f; f++)
+		if (key_is(key, len, *f))
+			return true;
+	return false;
+}
+
+/*
+ * A copy of an object without the members the view drops: status, server
+ * metadata, the last-applied annotation, and annotations left empty. The
+ * live object's biggest parts (managedFields, status) are never copied.
+ */
+static json_t *view_copy(const json_t *obj, unsigned level)
+{
+	json_t *out = json_object(), *copy;
+
+	if (!out)
+		return NULL;
+	for (void *it = json_object_iter((json_t *)obj); it;
+	     it = json_object_iter_next((json_t *)obj, it)) {
+		const char *key = json_object_iter_key(it);
+		size_t len = json_object_iter_key_len(it);
+		const json_t *val = json_object_iter_value(it);
+
+		if (view_drops(level, key, len))
+			continue;
+		if (level < 2 && json_is_object(val) &&
+		    key_is(key, len, level ? "annotations" : "metadata")) {
+			if (!(copy = view_copy(val, level + 1)))
+				goto nomem;
+			if (level && !json_object_size(copy)) {
+				json_decref(copy);
+				continue;
+			}
+		} else if (!(copy = json_deep_copy(val))) {
+			goto nomem;
+		}
+		if (json_object_setn_new_nocheck(out, key, len, copy) < 0)
+			goto nomem;
+	}
+	return out;
+nomem:
+	json_decref(out);
+	return NULL;
+}
+
 static json_t *strip_view(const json_t *obj, const struct diff_options *opts,
 			  bool secret)
 {
-	json_t *v = json_deep_copy(obj), *meta, *ann;
+	json_t *v =
+		json_is_object(obj) ? view_copy(obj, 0) : json_deep_copy(obj);
 
 	if (!v)
 		return NULL;
-	json_object_del(v, "status");
-	meta = json_object_get(v, "metadata");
-	for (const char *const *f = server_metadata + 2; *f; f++)
-		json_object_del(meta, *f);
-	ann = json_object_get(meta, "annotations");
-	json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
-	if (json_is_object(ann) && !json_object_size(ann))
-		json_object_del(meta, "annotations");
 	if (secret) {
 		/* Show stringData as the data the server would store. */
 		json_t *sd = json_object_get(v, "stringData");
@@ -1212,6 +1387,63 @@ static json_t *strip_view(const json_t *obj, const struct diff_options *opts,
 	return v;
 }
 
+static json_t *merge(const json_t *l, const json_t *d,
+		     const struct diff_schema *s);
+
+/* True when some key of obj holds a NUL (foreach shows it cut short). */
+static bool has_nul_key(const json_t *obj)
+{
+	for (void *it = json_object_iter((json_t *)obj); it;
+	     it = json_object_iter_next((json_t *)obj, it))
+		if (strlen(json_object_iter_key(it)) !=
+		    json_object_iter_key_len(it))
+			return true;
+	return false;
+}
+
+/*
+ * Two objects: live's members in live's order, each merged with the
+ * desired member of that name or copied, then the members only desired
+ * has, in its order. That is live copied whole with each desired member
+ * set over it, without copying the live members that get replaced (at
+ * every level: copying whole would copy a deep path once per level).
+ */
+static json_t *merge_object(const json_t *l, const json_t *d,
+			    const struct diff_schema *s)
+{
+	json_t *out, *e, *dv;
+	const char *k;
+
+	if (has_nul_key(d)) {
+		/* foreach names such keys cut short: do it the long way */
+		out = json_deep_copy(l);
+		json_object_foreach ((json_t *)d, k, e)
+			json_object_set_new(out, k,
+					    merge(json_object_get(l, k), e,
+						  diff_schema_field(s, k)));
+		return out;
+	}
+	if (!(out = json_object()))
+		return NULL;
+	for (void *it = json_object_iter((json_t *)l); it;
+	     it = json_object_iter_next((json_t *)l, it)) {
+		size_t len = json_object_iter_key_len(it);
+
+		k = json_object_iter_key(it);
+		e = json_object_iter_value(it);
+		dv = json_object_getn(d, k, len);
+		json_object_setn_new(out, k, len,
+				     dv ? merge(e, dv, diff_schema_field(s, k))
+					: json_deep_copy(e));
+	}
+	json_object_foreach ((json_t *)d, k, e)
+		if (!json_object_get(l, k))
+			json_object_set_new(out, k,
+					    merge(NULL, e,
+						  diff_schema_field(s, k)));
+	return out;
+}
+
 /* merge(live, applied) as server-side apply merges, for the view. */
 static json_t *merge(const json_t *l, const json_t *d,
 		     const struct diff_schema *s)
@@ -1220,7 +1452,6 @@ static json_t *merge(const json_t *l, const json_t *d,
 	json_t *out;
 	size_t i;
 	json_t *e;
-	const char *k;
 
 	if (!l || json_typeof(l) != json_typeof(d) ||
 	    (!json_is_object(d) && !json_is_array(d)))
@@ -1228,14 +1459,8 @@ static json_t *merge(const json_t *l, const json_t *d,
 	type = diff_schema_type_of(s, d);
 	if (type == DIFF_SCHEMA_ATOMIC)
 		return json_deep_copy(d);
-	if (json_is_object(d)) {
-		out = json_deep_copy(l);
-		json_object_foreach ((json_t *)d, k, e)
-			json_object_set_new(out, k,
-					    merge(json_object_get(l, k), e,
-						  diff_schema_field(s, k)));
-		return out;
-	}
+	if (json_is_object(d))
+		return merge_object(l, d, s);
 	out = json_deep_copy(l);
 	if (type == DIFF_SCHEMA_SET) {
 		json_array_foreach ((json_t *)d, i, e)
@@ -1251,7 +1476,7 @@ static json_t *merge(const json_t *l, const json_t *d,
 			bool found = false;
 
 			json_array_foreach (out, j, le) {
-				char *lk = item_key_text(le, s);
+				char *lk = key ? item_key_text(le, s) : NULL;
 
 				found = key && lk && !strcmp(key, lk);
 				free(lk);
@@ -1298,19 +1523,6 @@ static int fill_identity(struct diff_object_report *out, const json_t *obj,
 	return 0;
 }
 
-static bool fieldsets_equal(const struct diff_fieldset *a,
-			    const struct diff_fieldset *b, bool *ok)
-{
-	struct diff_fieldset *x = diff_fieldset_difference(a, b);
-	struct diff_fieldset *y = diff_fieldset_difference(b, a);
-	bool eq = x && y && diff_fieldset_empty(x) && diff_fieldset_empty(y);
-
-	*ok = x && y;
-	diff_fieldset_free(x);
-	diff_fieldset_free(y);
-	return eq;
-}
-
 int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 			const json_t *live, const struct diff_schemas *reg,
 			const struct diff_options *opts_in,
@@ -1319,7 +1531,10 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 	static const struct diff_options defaults = DIFF_OPTIONS_INIT;
 	const struct diff_options *opts = opts_in ? opts_in : &defaults;
 	struct cmp c = {0};
-	struct diff_fieldset *desired_set = NULL, *own = NULL, *want = NULL;
+	struct diff_fieldset *desired_set = NULL, *own_union = NULL;
+	struct diff_fieldset *want = NULL;
+	const struct diff_fieldset *own = NULL;
+	bool own_is_desired;
 	json_t *compared = NULL, *apply = NULL;
 	const char **ptrs = NULL;
 	size_t nptrs = 0;
@@ -1337,7 +1552,6 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 	c.err = err;
 	c.secret = !*out->key.group && !strcmp(out->key.kind, "Secret");
 	c.root_schema = diff_schemas_lookup(reg, out->key.group, out->key.kind);
-	diff_key_format(&out->key, &id);
 
 	if ((error = diff_fieldset_of_object(&desired_set, desired,
 					     c.root_schema, err)) < 0)
@@ -1392,9 +1606,11 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 		goto out_error;
 
 	/* Fields we applied before and no longer declare. */
-	if ((error = own_applied_set(&c, &own)) < 0)
+	if ((error = own_applied_set(&c, &own, &own_union)) < 0)
 		goto out_error;
-	if (own) {
+	/* Usually what we own is exactly what we declare: one walk says so. */
+	own_is_desired = own && diff_fieldset_equal(own, desired_set);
+	if (own && !own_is_desired && !diff_fieldset_subset(own, desired_set)) {
 		struct diff_fieldset *gone =
 			diff_fieldset_difference(own, desired_set);
 		struct removal r = {&c, (json_t *)live, NULL, 0, ptrs};
@@ -1418,11 +1634,14 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 				out->state = DIFF_DRIFTED;
 	}
 
-	/* The request: desired less what we leave alone. */
+	/*
+	 * The request: desired less what we leave alone. Copied only when
+	 * something is left alone or the request is sent (rarely, that is).
+	 */
 	if (opts->policy != DIFF_POLICY_REPORT) {
-		bool ok = true, same;
+		bool same;
 
-		if (!(apply = json_deep_copy(desired)))
+		if ((c.ndrop || nptrs) && !(apply = json_deep_copy(desired)))
 			goto nomem;
 		for (size_t i = 0; i < nptrs; i++) {
 			json_t *parent, *dv, *lv;
@@ -1445,11 +1664,11 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 				goto out;
 		}
 		/* Apply when something heals or our ownership is not right. */
-		same = own && fieldsets_equal(own, want ? want : desired_set,
-					      &ok);
-		if (!ok)
-			goto nomem;
+		same = want ? own && diff_fieldset_equal(own, want)
+			    : own_is_desired;
 		if (c.heal || !same) {
+			if (!apply && !(apply = json_deep_copy(desired)))
+				goto nomem;
 			out->apply = apply;
 			apply = NULL;
 			out->force = opts->policy == DIFF_POLICY_OVERRIDE ||
@@ -1478,6 +1697,8 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 	goto out;
 
 nomem:
+	/* The identity is formatted only here: most objects never need it. */
+	diff_key_format(&out->key, &id);
 	error = err_set(err, ERR_NOMEM, "%s: out of memory", buf_cstr(&id));
 	goto out;
 out_error:
@@ -1494,7 +1715,7 @@ out:
 	owned_paths_free(c.drop, c.ndrop);
 	owned_paths_free(c.gone, c.ngone);
 	diff_fieldset_free(desired_set);
-	diff_fieldset_free(own);
+	diff_fieldset_free(own_union);
 	diff_fieldset_free(want);
 	json_decref(compared);
 	json_decref(apply);

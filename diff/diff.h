@@ -226,6 +226,17 @@ bool diff_fieldset_empty(const struct diff_fieldset *set);
 /* Number of members. */
 size_t diff_fieldset_size(const struct diff_fieldset *set);
 
+/*
+ * True when every member of a is a member of b (a \ b is empty), and, for
+ * diff_fieldset_equal(), the other way round (a and b have the same
+ * members). NULL reads as the empty set. Neither allocates: use them
+ * instead of building a difference only to test it for emptiness.
+ */
+bool diff_fieldset_subset(const struct diff_fieldset *a,
+			  const struct diff_fieldset *b);
+bool diff_fieldset_equal(const struct diff_fieldset *a,
+			 const struct diff_fieldset *b);
+
 /* New sets: a ∪ b, a ∩ b, a \ b. Caller owns the result; NULL on ENOMEM. */
 struct diff_fieldset *diff_fieldset_union(const struct diff_fieldset *a,
 					  const struct diff_fieldset *b);

@@ -80,6 +80,14 @@ struct diff_fieldset {
 	uint32_t alloc;
 	size_t members;
 	bool borrowed; /* mem is not ours to free (stack, or behind us) */
+	/*
+	 * Insert's cursor: the offsets of the nodes of the path inserted
+	 * last (cursor[i] is the node of element i), valid while nothing but
+	 * diff_fieldset_insert() changes the set. Callers insert in walk
+	 * order, so the next path mostly shares all but its last element.
+	 */
+	uint32_t *cursor;
+	uint32_t ncursor, acursor;
 };
 
 static inline unsigned node_type(const struct node *n)
@@ -190,17 +198,16 @@ static int arena_nodes(struct diff_fieldset *s, size_t n, uint32_t *off)
 static int arena_text(struct diff_fieldset *s, const char *text, size_t len,
 		      uint32_t *off)
 {
-	uint32_t start = s->used;
 	int error;
 
 	if (len > TEXT_MAX)
 		return ERR_LIMIT;
-	if ((error = arena_put(s, text, len)) < 0 ||
-	    (error = arena_putc(s, '\0')) < 0) {
-		s->used = start;
+	if ((error = arena_grow(s, len + 1)) < 0)
 		return error;
-	}
-	*off = start;
+	memcpy(s->mem + s->used, text, len);
+	s->mem[s->used + len] = '\0';
+	*off = s->used;
+	s->used += (uint32_t)(len + 1);
 	return 0;
 }
 
@@ -226,6 +233,8 @@ static void scratch_init(struct diff_fieldset *s, char *mem, size_t size)
 	s->alloc = (uint32_t)size;
 	s->members = 0;
 	s->borrowed = true;
+	s->cursor = NULL;
+	s->ncursor = s->acursor = 0;
 }
 
 static void scratch_release(struct diff_fieldset *s)
@@ -728,6 +737,9 @@ static int pe_cmp(unsigned ta, const char *a, size_t alen, unsigned tb,
 
 	if (ta != tb)
 		return ta < tb ? -1 : 1;
+	/* Equal texts are equal elements: skip the typed comparison. */
+	if (alen == blen && !memcmp(a, b, alen))
+		return 0;
 	switch (ta) {
 	case DIFF_PE_INDEX:
 		if (alen != blen)
@@ -1240,6 +1252,70 @@ static int canon_value(struct canon *c, unsigned depth)
 }
 
 /*
+ * The end of a scalar at p that is canonical as written: a string of
+ * str_safe() bytes, or an integer of at most 18 digits ("0", not "-0");
+ * NULL for anything else (which may still be canonical).
+ */
+static const char *simple_scalar(const char *p, const char *end)
+{
+	const char *digits;
+	bool neg = false;
+
+	if (p < end && *p == '"') {
+		for (p++; p < end && str_safe((unsigned char)*p); p++)
+			;
+		return p < end && *p == '"' ? p + 1 : NULL;
+	}
+	if (p < end && *p == '-') {
+		neg = true;
+		p++;
+	}
+	if (p >= end || !is_digit(*p))
+		return NULL;
+	if (*p == '0')
+		return neg ? NULL : p + 1;
+	for (digits = p; p < end && is_digit(*p); p++)
+		;
+	return p - digits <= 18 ? p : NULL;
+}
+
+/*
+ * True when the text is canonical in the simple way most k: and v: texts
+ * are: a simple scalar, or an object of simple scalars under keys that
+ * are simple strings in strictly increasing order; no whitespace.
+ * canon_value() would write such a text unchanged.
+ */
+static bool simple_canonical(const char *p, const char *end)
+{
+	const char *key = NULL, *v;
+	size_t klen = 0;
+
+	if (p >= end || *p != '{') {
+		v = simple_scalar(p, end);
+		return v && v == end;
+	}
+	if (++p < end && *p == '}')
+		return p + 1 == end;
+	for (;;) {
+		if (p >= end || *p != '"' || !(v = simple_scalar(p, end)))
+			return false;
+		/* bytewise, a prefix first: span_key_cmp() on plain keys */
+		if (key &&
+		    bytes_cmp(key, klen, p + 1, (size_t)(v - p - 2)) >= 0)
+			return false;
+		key = p + 1;
+		klen = (size_t)(v - p - 2);
+		if (v >= end || *v != ':' || !(p = simple_scalar(v + 1, end)))
+			return false;
+		if (p < end && *p == ',') {
+			p++;
+			continue;
+		}
+		return p < end && *p == '}' && p + 1 == end;
+	}
+}
+
+/*
  * Append the canonical form of a JSON text and a NUL to the arena; *off and
  * *len get where it is. ERR_PARSE when it is not JSON, ERR_LIMIT when
  * nested too deeply; the arena is unchanged on error.
@@ -1250,6 +1326,12 @@ static int canon_text(struct canon *c, const char *text, size_t len,
 	uint32_t start = c->s->used;
 	int error;
 
+	if (len <= TEXT_MAX && simple_canonical(text, text + len)) {
+		if ((error = arena_text(c->s, text, len, off)) < 0)
+			return error;
+		*outlen = (uint32_t)len;
+		return 0;
+	}
 	c->p = text;
 	c->end = text + len;
 	c->nspans = 0;
@@ -1720,6 +1802,7 @@ void diff_fieldset_free(struct diff_fieldset *set)
 		return;
 	if (!set->borrowed)
 		free(set->mem);
+	free(set->cursor);
 	free(set);
 }
 
@@ -1883,10 +1966,32 @@ static int pe_store(struct diff_fieldset *s, const struct diff_pe *pe,
 	return 0;
 }
 
+/* Room in the cursor for a path of n elements. */
+static int cursor_reserve(struct diff_fieldset *set, size_t n)
+{
+	uint32_t a = set->acursor ? set->acursor : 16, *v;
+
+	if (n <= set->acursor)
+		return 0;
+	while (a < n)
+		a *= 2;
+	if (!(v = realloc(set->cursor, a * sizeof(*v))))
+		return ERR_NOMEM;
+	set->cursor = v;
+	set->acursor = a;
+	return 0;
+}
+
 /*
  * Add one path. All or nothing: when an element turns out invalid (or
  * memory runs out) after new nodes were linked in, the first of them is
  * unlinked again, so the set is as it was (the arena keeps the bytes).
+ *
+ * The leading elements the path shares with the one inserted before are
+ * found through the cursor, by text, without a search: equal texts are
+ * equal elements. An insert moves only nodes in the child array it adds
+ * to, below the shared part, so the cursor stays right; an insert that
+ * fails resets it.
  */
 int diff_fieldset_insert(struct diff_fieldset *set,
 			 const struct diff_path *path)
@@ -1901,20 +2006,33 @@ int diff_fieldset_insert(struct diff_fieldset *set,
 		return ERR_INVALID;
 	if (path->len > MAX_DEPTH)
 		return ERR_LIMIT;
-	for (i = 0; i < path->len; i++)
-		if ((unsigned)path->pe[i].type > DIFF_PE_INDEX ||
-		    !path->pe[i].text)
-			return ERR_INVALID;
-	if ((error = arena_root(set)) < 0)
+	if ((error = arena_root(set)) < 0 ||
+	    (error = cursor_reserve(set, path->len)) < 0)
 		return error;
-	for (i = 0; i < path->len; i++) {
+	for (i = 0; i < path->len && i < set->ncursor; i++) {
 		const struct diff_pe *pe = &path->pe[i];
 
+		n = node_at(set, set->cursor[i]);
+		if (!pe->text || node_type(n) != (unsigned)pe->type ||
+		    strcmp(node_text(set, n), pe->text))
+			break;
+		cur = set->cursor[i];
+	}
+	/* The cursor is rewritten from here; it is whole again at the end. */
+	set->ncursor = (uint32_t)i;
+	for (; i < path->len; i++) {
+		const struct diff_pe *pe = &path->pe[i];
+
+		if ((unsigned)pe->type > DIFF_PE_INDEX || !pe->text) {
+			error = ERR_INVALID;
+			goto undo;
+		}
 		len = strlen(pe->text);
 		pos = child_find(set, node_at(set, cur), pe->type, pe->text,
 				 len, &found);
 		if (found) {
 			cur = kid_off(node_at(set, cur), pos);
+			set->cursor[i] = cur;
 			continue;
 		}
 		if ((error = pe_store(set, pe, len, &child)) < 0)
@@ -1925,8 +2043,10 @@ int diff_fieldset_insert(struct diff_fieldset *set,
 		}
 		if ((error = child_insert(set, cur, pos, &child, &cur)) < 0)
 			goto undo;
+		set->cursor[i] = cur;
 		created = true;
 	}
+	set->ncursor = (uint32_t)path->len;
 	n = node_at(set, cur);
 	if (!node_member(n)) {
 		n->meta |= META_MEMBER;
@@ -1934,6 +2054,7 @@ int diff_fieldset_insert(struct diff_fieldset *set,
 	}
 	return 0;
 undo:
+	set->ncursor = 0;
 	if (created) {
 		struct node *pn = node_at(set, first_parent);
 		struct node *kids = node_kids(set, pn);
@@ -2007,6 +2128,81 @@ bool diff_fieldset_empty(const struct diff_fieldset *set)
 size_t diff_fieldset_size(const struct diff_fieldset *set)
 {
 	return set ? set->members : 0;
+}
+
+/* Same type and text (the usual outcome when two sets are compared). */
+static inline bool same_element(const struct diff_fieldset *A,
+				const struct node *a,
+				const struct diff_fieldset *B,
+				const struct node *b)
+{
+	const uint32_t mask = META_LEN | 3u << META_TYPE_SHIFT;
+
+	return !((a->meta ^ b->meta) & mask) &&
+	       !memcmp(node_text(A, a), node_text(B, b), node_len(a));
+}
+
+/*
+ * Does every member under a (in A) have its counterpart under b (in B,
+ * NULL: nothing there)? With `both`, the other way round too. The child
+ * arrays are merged in order, as build() does, without building anything.
+ */
+static bool node_within(const struct diff_fieldset *A, const struct node *a,
+			const struct diff_fieldset *B, const struct node *b,
+			bool both)
+{
+	const struct node *ak = a->nkids ? node_kids(A, a) : NULL;
+	const struct node *bk = b && b->nkids ? node_kids(B, b) : NULL;
+	size_t na = ak ? a->nkids : 0, nb = bk ? b->nkids : 0, i = 0, j = 0;
+	int c;
+
+	if (node_member(a) && !(b && node_member(b)))
+		return false;
+	if (both && b && node_member(b) && !node_member(a))
+		return false;
+	while (i < na || j < nb) {
+		if (i < na && j < nb)
+			c = same_element(A, &ak[i], B, &bk[j])
+				    ? 0
+				    : node_cmp(A, &ak[i], B, &bk[j]);
+		else
+			c = i < na ? -1 : 1;
+		if (c < 0) {
+			if (subtree_has_member(A, &ak[i++]))
+				return false;
+		} else if (c > 0) {
+			if (both && subtree_has_member(B, &bk[j]))
+				return false;
+			j++;
+		} else if (!node_within(A, &ak[i++], B, &bk[j++], both)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool set_within(const struct diff_fieldset *a,
+		       const struct diff_fieldset *b, bool both)
+{
+	bool ea = diff_fieldset_empty(a), eb = diff_fieldset_empty(b);
+
+	if (ea || eb)
+		return ea && (eb || !both);
+	return node_within(a, node_at(a, 0), b, node_at(b, 0), both);
+}
+
+bool diff_fieldset_subset(const struct diff_fieldset *a,
+			  const struct diff_fieldset *b)
+{
+	return diff_fieldset_size(a) <= diff_fieldset_size(b) &&
+	       set_within(a, b, false);
+}
+
+bool diff_fieldset_equal(const struct diff_fieldset *a,
+			 const struct diff_fieldset *b)
+{
+	return diff_fieldset_size(a) == diff_fieldset_size(b) &&
+	       set_within(a, b, true);
 }
 
 /* --- set algebra --- */

@@ -72,7 +72,7 @@ int diff_compare(struct diff_report **out, const struct diff_objset *desired,
 	static const struct diff_options defaults = DIFF_OPTIONS_INIT;
 	struct diff_report *r = calloc(1, sizeof(*r));
 	const struct diff_object **orphans = NULL;
-	size_t norphans = 0;
+	size_t norphans = 0, nmatched = 0;
 	int error = 0;
 
 	*out = NULL;
@@ -101,6 +101,8 @@ int diff_compare(struct diff_report **out, const struct diff_objset *desired,
 		struct err why = ERR_INIT;
 		int e;
 
+		if (l)
+			nmatched++;
 		e = diff_compare_object(rep, d->json, l ? l->json : NULL, reg,
 					opts, &why);
 		if (e < 0) {
@@ -119,7 +121,12 @@ int diff_compare(struct diff_report **out, const struct diff_objset *desired,
 		r->len++;
 	}
 
-	for (size_t i = 0; live && i < live->len; i++)
+	/*
+	 * Desired objects have distinct identities, so they matched as many
+	 * distinct live ones: when that is all of them, none is an orphan
+	 * and looking each up again would only cost time.
+	 */
+	for (size_t i = 0; live && nmatched < live->len && i < live->len; i++)
 		if (!diff_objset_get(desired, &live->items[i]->key))
 			orphans[norphans++] = live->items[i];
 	qsort(orphans, norphans, sizeof(*orphans), cmp_keys);

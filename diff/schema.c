@@ -659,8 +659,12 @@ static const struct field *find_field(const struct diff_schema *s,
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, s->fields[mid].name);
+		const char *f = s->fields[mid].name;
+		/* the first byte mostly decides: spare the call */
+		int c = (unsigned char)*name - (unsigned char)*f;
 
+		if (!c && *name)
+			c = strcmp(name + 1, f + 1);
 		if (!c)
 			return &s->fields[mid];
 		if (c < 0)
@@ -1233,24 +1237,16 @@ static int walk_insert(struct walk *w)
 	return 0;
 }
 
-static char *dump_compact(const json_t *v)
-{
-	struct buf b = BUF_INIT;
-
-	if (diff_json_dump(v, 0, &b) < 0) {
-		buf_release(&b);
-		return NULL;
-	}
-	return buf_detach(&b, NULL);
-}
-
 static int str_ptr_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* A text that appears twice among texts[0..n), or NULL. */
-static const char *find_duplicate(char **texts, size_t n, int *error)
+/*
+ * The least text (by strcmp) that appears twice among texts[0..n), or
+ * NULL. A few texts are compared pairwise, more are sorted.
+ */
+static const char *find_duplicate(const char **texts, size_t n, int *error)
 {
 	const char **sorted;
 	const char *dup = NULL;
@@ -1258,6 +1254,14 @@ static const char *find_duplicate(char **texts, size_t n, int *error)
 	*error = 0;
 	if (n < 2)
 		return NULL;
+	if (n <= 16) {
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = i + 1; j < n; j++)
+				if (!strcmp(texts[i], texts[j]) &&
+				    (!dup || strcmp(texts[i], dup) < 0))
+					dup = texts[i];
+		return dup;
+	}
 	if (!(sorted = malloc(n * sizeof(*sorted)))) {
 		*error = ERR_NOMEM;
 		return NULL;
@@ -1271,14 +1275,59 @@ static const char *find_duplicate(char **texts, size_t n, int *error)
 	return dup;
 }
 
-/* The canonical k: text of item `i` of a map-list under `s`. */
-static int walk_key_text(struct walk *w, const struct diff_schema *s,
-			 const json_t *item, size_t i, char **out)
+/* True when Go's encoding/json writes `s` between its quotes as it is. */
+static bool plain_json_string(const char *s)
 {
-	json_t *key;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' ||
+		    ch == '<' || ch == '>' || ch == '&')
+			return false;
+	}
+	return true;
+}
+
+/* Append `,"name":` (no comma for the first member) in one go. */
+static int add_member_name(struct buf *out, bool comma, const char *name)
+{
+	size_t n = strlen(name);
+	char *p;
+	int error;
+
+	if ((error = buf_grow(out, n + 4)) < 0)
+		return error;
+	p = out->ptr + out->len;
+	if (comma)
+		*p++ = ',';
+	*p++ = '"';
+	memcpy(p, name, n);
+	p += n;
+	*p++ = '"';
+	*p++ = ':';
+	out->len = (size_t)(p - out->ptr);
+	*p = '\0';
+	return 0;
+}
+
+/* Key fields written directly (more go through a json_t). */
+#define DIRECT_KEYS 8
+
+/*
+ * Append the canonical k: text of item `i` of a map-list under `s` to
+ * `out`: what diff_json_dump() prints for an object of its key fields.
+ * Written directly when the names need no escaping and the values are
+ * scalars (no json_t is built), else through such an object.
+ */
+static int walk_key_text(struct walk *w, const struct diff_schema *s,
+			 const json_t *item, size_t i, struct buf *out)
+{
+	const json_t *vals[DIRECT_KEYS], *v;
+	json_t *key = NULL;
+	size_t start = out->len;
+	bool direct = s->nkeys <= DIRECT_KEYS;
 	int error = 0;
 
-	*out = NULL;
 	if (json_is_null(item))
 		return walk_fail(w, ERR_INVALID,
 				 "element %zu: associative list with keys may "
@@ -1289,41 +1338,61 @@ static int walk_key_text(struct walk *w, const struct diff_schema *s,
 				 "element %zu: associative list with keys may "
 				 "not have non-map elements",
 				 i);
-	if (!(key = json_object()))
-		return walk_fail(w, ERR_NOMEM, "out of memory");
 	for (size_t k = 0; k < s->nkeys; k++) {
-		const json_t *v = json_object_get(item, s->keys[k]);
-
-		if (!v)
+		if (!(v = json_object_get(item, s->keys[k])))
 			v = s->defaults[k];
-		if (!v) {
-			error = walk_fail(w, ERR_INVALID,
-					  "element %zu: associative list with "
-					  "keys has an element that omits key "
-					  "field \"%s\" (and doesn't have "
-					  "default value)",
-					  i, s->keys[k]);
-			goto out;
-		}
-		if (json_object_set_new(key, s->keys[k], json_deep_copy(v)) <
-		    0) {
-			error = walk_fail(w, ERR_NOMEM, "out of memory");
-			goto out;
-		}
+		if (!v)
+			return walk_fail(w, ERR_INVALID,
+					 "element %zu: associative list with "
+					 "keys has an element that omits key "
+					 "field \"%s\" (and doesn't have "
+					 "default value)",
+					 i, s->keys[k]);
+		if (json_is_object(v) || json_is_array(v) ||
+		    !plain_json_string(s->keys[k]))
+			direct = false;
+		if (k < DIRECT_KEYS)
+			vals[k] = v;
 	}
-	if (!(*out = dump_compact(key)))
-		error = walk_fail(w, ERR_INVALID,
-				  "element %zu: key cannot be encoded", i);
-out:
-	json_decref(key);
-	return error;
+	if (direct) {
+		/* Keys are sorted by name and unique: dump's order. */
+		error = buf_addch(out, '{');
+		for (size_t k = 0; k < s->nkeys && !error; k++)
+			if (!(error = add_member_name(out, k, s->keys[k])))
+				error = diff_json_dump(vals[k], 0, out);
+		if (!error)
+			error = buf_addch(out, '}');
+	} else {
+		if (!(key = json_object()))
+			return walk_fail(w, ERR_NOMEM, "out of memory");
+		for (size_t k = 0; k < s->nkeys; k++) {
+			if (!(v = json_object_get(item, s->keys[k])))
+				v = s->defaults[k];
+			if (json_object_set_new(key, s->keys[k],
+						json_deep_copy(v)) < 0) {
+				json_decref(key);
+				return walk_fail(w, ERR_NOMEM, "out of memory");
+			}
+		}
+		error = diff_json_dump(key, 0, out);
+		json_decref(key);
+	}
+	if (error < 0) {
+		buf_truncate(out, start);
+		if (error == ERR_NOMEM)
+			return walk_fail(w, error, "out of memory");
+		return walk_fail(w, ERR_INVALID,
+				 "element %zu: key cannot be encoded", i);
+	}
+	return 0;
 }
 
-/* The canonical v: text of element `i` of a set. */
+/* Append the canonical v: text of element `i` of a set to `out`. */
 static int walk_value_text(struct walk *w, const json_t *e, size_t i,
-			   char **out)
+			   struct buf *out)
 {
-	*out = NULL;
+	int error;
+
 	if (json_is_object(e))
 		return walk_fail(w, ERR_INVALID,
 				 "element %zu: associative list without keys "
@@ -1339,7 +1408,9 @@ static int walk_value_text(struct walk *w, const json_t *e, size_t i,
 				 "element %zu: associative list without keys "
 				 "has an element that's an explicit null",
 				 i);
-	if (!(*out = dump_compact(e)))
+	if ((error = diff_json_dump(e, 0, out)) == ERR_NOMEM)
+		return walk_fail(w, error, "out of memory");
+	if (error < 0)
 		return walk_fail(w, ERR_INVALID,
 				 "element %zu: value cannot be encoded", i);
 	return 0;
@@ -1352,24 +1423,38 @@ static int walk_node(struct walk *w, const struct diff_schema *s,
  * The items of a set or map-list: each one a member by its value or key
  * (SMD owns every listed item, with "." when it has fields of its own);
  * a key or value listed twice is an error, as the API server rejects it.
+ * The texts go into one buffer, NUL-separated; it is not touched while
+ * they are on the path.
  */
 static int walk_items(struct walk *w, const struct diff_schema *s,
 		      const json_t *list, bool set)
 {
 	size_t n = json_array_size(list), i;
-	char **texts = calloc(n ? n : 1, sizeof(*texts));
-	const char *dup;
+	const char *inline_texts[16], **texts = inline_texts, *dup;
+	size_t inline_off[16], *off = inline_off;
+	struct buf buf = BUF_INIT;
 	json_t *e;
 	int error = 0;
 
-	if (!texts)
-		return walk_fail(w, ERR_NOMEM, "out of memory");
+	if (n > sizeof(inline_off) / sizeof(inline_off[0]) &&
+	    (!(texts = malloc(n * sizeof(*texts))) ||
+	     !(off = malloc(n * sizeof(*off))))) {
+		error = walk_fail(w, ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	json_array_foreach (list, i, e) {
-		error = set ? walk_value_text(w, e, i, &texts[i])
-			    : walk_key_text(w, s, e, i, &texts[i]);
+		off[i] = buf.len;
+		error = set ? walk_value_text(w, e, i, &buf)
+			    : walk_key_text(w, s, e, i, &buf);
 		if (error < 0)
 			goto out;
+		if ((error = buf_add(&buf, "", 1)) < 0) {
+			error = walk_fail(w, error, "out of memory");
+			goto out;
+		}
 	}
+	for (i = 0; i < n; i++)
+		texts[i] = buf.ptr + off[i];
 	if ((dup = find_duplicate(texts, n, &error))) {
 		struct diff_pe pe = {set ? DIFF_PE_VALUE : DIFF_PE_KEY, dup};
 		struct diff_path p = {&pe, 1};
@@ -1399,9 +1484,11 @@ static int walk_items(struct walk *w, const struct diff_schema *s,
 			goto out;
 	}
 out:
-	for (i = 0; i < n; i++)
-		free(texts[i]);
-	free(texts);
+	if (texts != inline_texts)
+		free(texts);
+	if (off != inline_off)
+		free(off);
+	buf_release(&buf);
 	return error;
 }
 
@@ -1450,7 +1537,12 @@ static int walk_object(struct walk *w, const struct diff_schema *s,
 		} else {
 			error = walk_node(w, child, v);
 		}
-		if (error >= 0 && entries && !find_field(s, k))
+		/*
+		 * A map entry is a member of its own; walk_node() has added
+		 * it already when it is a string, number or boolean.
+		 */
+		if (error >= 0 && entries && !find_field(s, k) &&
+		    (json_is_object(v) || json_is_array(v) || json_is_null(v)))
 			error = walk_insert(w);
 		w->depth--;
 		if (error < 0)
@@ -1493,7 +1585,8 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 {
 	static const char *const type_meta[] = {"apiVersion", "kind",
 						"status", NULL};
-	struct walk w = {NULL, NULL, 0, err};
+	struct diff_pe path[MAX_PATH_DEPTH];
+	struct walk w = {NULL, path, 0, err};
 	int error = 0;
 
 	*out = NULL;
@@ -1502,8 +1595,7 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 	if (!schema)
 		schema = &default_node;
 	w.set = diff_fieldset_new();
-	w.pe = malloc(MAX_PATH_DEPTH * sizeof(*w.pe));
-	if (!w.set || !w.pe) {
+	if (!w.set) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -1517,6 +1609,5 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 	}
 out:
 	diff_fieldset_free(w.set);
-	free(w.pe);
 	return error < 0 ? error : 0;
 }

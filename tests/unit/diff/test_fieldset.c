@@ -875,6 +875,181 @@ Test(fieldset, algebra_with_null_and_inserted_sets)
 	diff_fieldset_free(b);
 }
 
+/* subset and equal say what the differences would say, both ways. */
+static void expect_relation(const char *a, const char *b, bool subset,
+			    bool superset)
+{
+	struct diff_fieldset *sa = P(a), *sb = P(b);
+	struct diff_fieldset *ab = diff_fieldset_difference(sa, sb);
+	struct diff_fieldset *ba = diff_fieldset_difference(sb, sa);
+
+	cr_assert(ab && ba);
+	cr_expect_eq(diff_fieldset_subset(sa, sb), subset, "%s <= %s", a, b);
+	cr_expect_eq(diff_fieldset_subset(sb, sa), superset, "%s >= %s", a, b);
+	cr_expect_eq(diff_fieldset_equal(sa, sb), subset && superset,
+		     "%s == %s", a, b);
+	cr_expect_eq(diff_fieldset_equal(sb, sa), subset && superset,
+		     "%s == %s", b, a);
+	/* the predicates agree with the algebra */
+	cr_expect_eq(subset, diff_fieldset_empty(ab), "%s \\ %s", a, b);
+	cr_expect_eq(superset, diff_fieldset_empty(ba), "%s \\ %s", b, a);
+	diff_fieldset_free(ab);
+	diff_fieldset_free(ba);
+	diff_fieldset_free(sa);
+	diff_fieldset_free(sb);
+}
+
+Test(fieldset, subset_and_equal)
+{
+	static const char a[] =
+		"{\"f:metadata\":{\"f:labels\":{\"f:app\":{},\"f:tier\":{}}},"
+		"\"f:spec\":{\"f:ports\":{\"k:{\\\"port\\\":80}\":{\".\":{},"
+		"\"f:name\":{}},\"k:{\\\"port\\\":443}\":{}},"
+		"\"f:replicas\":{}}}";
+	static const char a_less[] =
+		"{\"f:metadata\":{\"f:labels\":{\"f:app\":{}}},"
+		"\"f:spec\":{\"f:ports\":{\"k:{\\\"port\\\":80}\":{"
+		"\"f:name\":{}},\"k:{\\\"port\\\":443}\":{}}}}";
+	/* same shape as a_less, one member more deep down */
+	static const char a_other[] =
+		"{\"f:metadata\":{\"f:labels\":{\"f:app\":{}}},"
+		"\"f:spec\":{\"f:ports\":{\"k:{\\\"port\\\":80}\":{"
+		"\"f:name\":{},\"f:protocol\":{}},"
+		"\"k:{\\\"port\\\":443}\":{}}}}";
+
+	expect_relation(a, a, true, true);
+	expect_relation(a_less, a, true, false);
+	expect_relation(a_other, a, false, false);
+	expect_relation(a_other, a_less, false, true);
+	expect_relation("{}", a, true, false);
+	expect_relation("{}", "{}", true, true);
+	expect_relation(deploy_csa, deploy_csa, true, true);
+	expect_relation(deploy_csa, deploy_status, false, false);
+	/* "." members: a node with children, and the same node as a member */
+	expect_relation("{\"f:spec\":{\"f:x\":{}}}",
+			"{\"f:spec\":{\".\":{},\"f:x\":{}}}", true, false);
+	expect_relation("{\"f:spec\":{}}", "{\"f:spec\":{\"f:x\":{}}}", false,
+			false);
+	expect_relation("{\".\":{},\"f:a\":{}}", "{\"f:a\":{}}", false, true);
+	/* same size, different members */
+	expect_relation("{\"f:a\":{},\"f:b\":{}}", "{\"f:a\":{},\"f:c\":{}}",
+			false, false);
+	/* k: elements compare by typed value, written canonically */
+	expect_relation("{\"k:{\\\"b\\\":1,\\\"a\\\":\\\"x\\\"}\":{}}",
+			"{\"k:{\\\"a\\\":\\\"x\\\",\\\"b\\\":1.0}\":{}}", true,
+			true);
+	expect_relation("{\"k:{\\\"port\\\":80}\":{}}",
+			"{\"k:{\\\"port\\\":\\\"80\\\"}\":{}}", false, false);
+}
+
+Test(fieldset, subset_and_equal_null_and_inserted)
+{
+	struct diff_fieldset *empty = diff_fieldset_new(),
+			     *parsed = P(doc_apply);
+	struct diff_fieldset *built = diff_fieldset_new();
+	const char *web = "{\"name\":\"web\"}";
+
+	cr_expect(diff_fieldset_subset(NULL, NULL));
+	cr_expect(diff_fieldset_equal(NULL, NULL));
+	cr_expect(diff_fieldset_equal(NULL, empty));
+	cr_expect(diff_fieldset_subset(NULL, parsed));
+	cr_expect_not(diff_fieldset_subset(parsed, NULL));
+	cr_expect_not(diff_fieldset_equal(parsed, empty));
+	/* built by insert, in another order: the same set */
+	cr_assert_eq(diff_fieldset_insert(built,
+					  PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("spec"), PE_F("containers"),
+					       PE_K(web), PE_F("image"))),
+		     0);
+	cr_assert_eq(
+		diff_fieldset_insert(built, PATH(PE_F("spec"), PE_F("template"),
+						 PE_F("metadata"),
+						 PE_F("labels"), PE_F("app"))),
+		0);
+	cr_expect_not(diff_fieldset_subset(parsed, built));
+	cr_expect(diff_fieldset_subset(built, parsed));
+	cr_assert_eq(diff_fieldset_insert(built,
+					  PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("spec"), PE_F("containers"),
+					       PE_K(web), PE_F("name"))),
+		     0);
+	cr_assert_eq(diff_fieldset_insert(built,
+					  PATH(PE_F("spec"), PE_F("template"),
+					       PE_F("spec"), PE_F("containers"),
+					       PE_K(web))),
+		     0);
+	cr_expect_not(diff_fieldset_equal(parsed, built));
+	cr_assert_eq(diff_fieldset_insert(built,
+					  PATH(PE_F("spec"), PE_F("selector"))),
+		     0);
+	cr_expect(diff_fieldset_equal(parsed, built));
+	cr_expect(diff_fieldset_equal(built, parsed));
+	diff_fieldset_free(built);
+	diff_fieldset_free(parsed);
+	diff_fieldset_free(empty);
+}
+
+/*
+ * Inserts that share prefixes, interleaved with inserts that fail and with
+ * inserts that make a parent's child array move (insert's cursor follows
+ * the last path): the set is what parsing the same paths gives.
+ */
+Test(fieldset, insert_sequences_match_parse)
+{
+	static const char *const names[] = {"m", "c", "x", "a", "q",
+					    "b", "z", "k", "d", "p"};
+	struct diff_fieldset *set = diff_fieldset_new();
+	json_t *want = json_object(), *spec = json_object(), *got;
+	char *a, *b;
+
+	json_object_set_new(want, "f:spec", spec);
+	for (size_t i = 0; i < 10; i++) {
+		char key[8];
+		json_t *node = json_object();
+
+		snprintf(key, sizeof(key), "f:%s", names[i]);
+		for (size_t j = 0; j <= i; j++) {
+			char leaf[8];
+
+			snprintf(leaf, sizeof(leaf), "f:%s", names[j]);
+			json_object_set_new(node, leaf, json_object());
+			cr_assert_eq(
+				diff_fieldset_insert(set, PATH(PE_F("spec"),
+							       PE_F(names[i]),
+							       PE_F(names[j]))),
+				0);
+			/* a failure under the same prefix changes nothing */
+			cr_expect_eq(
+				diff_fieldset_insert(set, PATH(PE_F("spec"),
+							       PE_F(names[i]),
+							       PE_K("{bad"))),
+				ERR_INVALID);
+			/* a sibling of an ancestor moves the arrays above */
+			cr_assert_eq(
+				diff_fieldset_insert(set, PATH(PE_F(names[j]))),
+				0);
+		}
+		json_object_set_new(spec, key, node);
+	}
+	for (size_t j = 0; j < 10; j++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "f:%s", names[j]);
+		json_object_set_new(want, key, json_object());
+	}
+	got = diff_fieldset_to_json(set);
+	cr_assert_not_null(got);
+	a = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+	b = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+	cr_expect_str_eq(a, b);
+	cr_expect_eq(diff_fieldset_size(set), 55 + 10);
+	free(a);
+	free(b);
+	json_decref(got);
+	json_decref(want);
+	diff_fieldset_free(set);
+}
+
 /* --- walk --- */
 
 struct collect {
