@@ -168,110 +168,12 @@ static char *dump_compact(const json_t *v)
 	return buf_detach(&b, NULL);
 }
 
-/* True when Go's encoding/json writes `s` between its quotes as it is. */
-static bool plain_json_string(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' ||
-		    ch == '<' || ch == '>' || ch == '&')
-			return false;
-	}
-	return true;
-}
-
-/* Append `,"name":` (no comma for the first member) in one go. */
-static int add_member_name(struct buf *out, bool comma, const char *name)
-{
-	size_t n = strlen(name);
-	char *p;
-	int error;
-
-	if ((error = buf_grow(out, n + 4)) < 0)
-		return error;
-	p = out->ptr + out->len;
-	if (comma)
-		*p++ = ',';
-	*p++ = '"';
-	memcpy(p, name, n);
-	p += n;
-	*p++ = '"';
-	*p++ = ':';
-	out->len = (size_t)(p - out->ptr);
-	*p = '\0';
-	return 0;
-}
-
-/* Key fields written directly (more go through a json_t). */
-#define DIRECT_KEYS 8
-
-/*
- * Append the k: text of a map-list item to `out`: its key fields, defaults
- * filled in, as compact JSON sorted by name. It is byte for byte what
- * diff_json_dump() prints for an object of those fields (field sets hold
- * that text), written directly when the names need no escaping and the
- * values are scalars (the usual case: no json_t is built), else through
- * such an object. Returns 1 (and appends nothing) when the item is not an
- * object or lacks a key without a default, ERR_NOMEM.
- */
-static int item_key(struct buf *out, const json_t *item,
-		    const struct diff_schema *list)
-{
-	const char *const *names;
-	const json_t *const *defaults;
-	size_t n = diff_schema_keys(list, &names, &defaults), start = out->len;
-	const json_t *vals[DIRECT_KEYS], *v;
-	json_t *key = NULL;
-	bool direct = n <= DIRECT_KEYS;
-	int error = 0;
-
-	if (!json_is_object(item))
-		return 1;
-	for (size_t i = 0; i < n; i++) {
-		if (!(v = json_object_get(item, names[i])))
-			v = defaults[i];
-		if (!v)
-			return 1;
-		if (json_is_object(v) || json_is_array(v) ||
-		    !plain_json_string(names[i]))
-			direct = false;
-		if (i < DIRECT_KEYS)
-			vals[i] = v;
-	}
-	if (direct) {
-		/* Names come sorted and unique: the order dump would give. */
-		error = buf_addch(out, '{');
-		for (size_t i = 0; i < n && !error; i++)
-			if (!(error = add_member_name(out, i, names[i])))
-				error = diff_json_dump(vals[i], 0, out);
-		if (!error)
-			error = buf_addch(out, '}');
-		goto out;
-	}
-	if (!(key = json_object()))
-		return ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (!(v = json_object_get(item, names[i])))
-			v = defaults[i];
-		json_object_set(key, names[i], (json_t *)v);
-	}
-	error = diff_json_dump(key, 0, out);
-out:
-	json_decref(key);
-	if (error < 0) {
-		buf_truncate(out, start);
-		return error == ERR_NOMEM ? ERR_NOMEM : 1;
-	}
-	return 0;
-}
-
 /* The k: text of a map-list item as a new string; NULL when it has none. */
 static char *item_key_text(const json_t *item, const struct diff_schema *list)
 {
 	struct buf b = BUF_INIT;
 
-	if (item_key(&b, item, list)) {
+	if (diff_schema_item_key(&b, item, list)) {
 		buf_release(&b);
 		return NULL;
 	}
@@ -306,7 +208,7 @@ static json_t *path_child(json_t *node, const struct diff_pe *pe,
 	case DIFF_PE_VALUE:
 		json_array_foreach (node, i, e) {
 			buf_reset(&t);
-			if (pe->type == DIFF_PE_KEY ? item_key(&t, e, s)
+			if (pe->type == DIFF_PE_KEY ? diff_schema_item_key(&t, e, s)
 						    : diff_json_dump(e, 0, &t))
 				continue;
 			if (!strcmp(buf_cstr(&t), pe->text)) {
@@ -973,7 +875,7 @@ static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
 		return oom(c);
 	for (i = 0; i < nlive; i++) {
 		off[i] = keys.len;
-		r = item_key(&keys, json_array_get(l, i), s);
+		r = diff_schema_item_key(&keys, json_array_get(l, i), s);
 		if (r < 0 || (!r && buf_add(&keys, "", 1) < 0)) {
 			error = oom(c);
 			goto out;
@@ -987,7 +889,7 @@ static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
 		const char *key;
 
 		buf_truncate(&keys, base);
-		if ((r = item_key(&keys, e, s)) < 0) {
+		if ((r = diff_schema_item_key(&keys, e, s)) < 0) {
 			error = oom(c);
 			goto out;
 		}

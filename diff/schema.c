@@ -22,7 +22,7 @@
  * that replacing or removing it frees exactly its nodes. Nodes shared by
  * everything (scalar, atomic, default, ...) are static.
  */
-#include "diff/diff.h"
+#include "diff/internal.h"
 
 #include <stdalign.h>
 #include <stdarg.h>
@@ -1314,6 +1314,66 @@ static int add_member_name(struct buf *out, bool comma, const char *name)
 #define DIRECT_KEYS 8
 
 /*
+ * Append the k: text of a map-list item to `out`: its key fields, defaults
+ * filled in, as compact JSON sorted by name. It is byte for byte what
+ * diff_json_dump() prints for an object of those fields (field sets hold
+ * that text), written directly when the names need no escaping and the
+ * values are scalars (the usual case: no json_t is built), else through
+ * such an object. Returns 1 (and appends nothing) when the item is not an
+ * object or lacks a key without a default, ERR_NOMEM.
+ */
+int diff_schema_item_key(struct buf *out, const json_t *item,
+			 const struct diff_schema *list)
+{
+	const char *const *names;
+	const json_t *const *defaults;
+	size_t n = diff_schema_keys(list, &names, &defaults), start = out->len;
+	const json_t *vals[DIRECT_KEYS], *v;
+	json_t *key = NULL;
+	bool direct = n <= DIRECT_KEYS;
+	int error = 0;
+
+	if (!json_is_object(item))
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!(v = json_object_get(item, names[i])))
+			v = defaults[i];
+		if (!v)
+			return 1;
+		if (json_is_object(v) || json_is_array(v) ||
+		    !plain_json_string(names[i]))
+			direct = false;
+		if (i < DIRECT_KEYS)
+			vals[i] = v;
+	}
+	if (direct) {
+		/* Names come sorted and unique: the order dump would give. */
+		error = buf_addch(out, '{');
+		for (size_t i = 0; i < n && !error; i++)
+			if (!(error = add_member_name(out, i, names[i])))
+				error = diff_json_dump(vals[i], 0, out);
+		if (!error)
+			error = buf_addch(out, '}');
+		goto out;
+	}
+	if (!(key = json_object()))
+		return ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!(v = json_object_get(item, names[i])))
+			v = defaults[i];
+		json_object_set(key, names[i], (json_t *)v);
+	}
+	error = diff_json_dump(key, 0, out);
+out:
+	json_decref(key);
+	if (error < 0) {
+		buf_truncate(out, start);
+		return error == ERR_NOMEM ? ERR_NOMEM : 1;
+	}
+	return 0;
+}
+
+/*
  * Append the canonical k: text of item `i` of a map-list under `s` to
  * `out`: what diff_json_dump() prints for an object of its key fields.
  * Written directly when the names need no escaping and the values are
@@ -1322,11 +1382,7 @@ static int add_member_name(struct buf *out, bool comma, const char *name)
 static int walk_key_text(struct walk *w, const struct diff_schema *s,
 			 const json_t *item, size_t i, struct buf *out)
 {
-	const json_t *vals[DIRECT_KEYS], *v;
-	json_t *key = NULL;
-	size_t start = out->len;
-	bool direct = s->nkeys <= DIRECT_KEYS;
-	int error = 0;
+	int error;
 
 	if (json_is_null(item))
 		return walk_fail(w, ERR_INVALID,
@@ -1338,52 +1394,19 @@ static int walk_key_text(struct walk *w, const struct diff_schema *s,
 				 "element %zu: associative list with keys may "
 				 "not have non-map elements",
 				 i);
-	for (size_t k = 0; k < s->nkeys; k++) {
-		if (!(v = json_object_get(item, s->keys[k])))
-			v = s->defaults[k];
-		if (!v)
+	for (size_t k = 0; k < s->nkeys; k++)
+		if (!json_object_get(item, s->keys[k]) && !s->defaults[k])
 			return walk_fail(w, ERR_INVALID,
 					 "element %zu: associative list with "
 					 "keys has an element that omits key "
 					 "field \"%s\" (and doesn't have "
 					 "default value)",
 					 i, s->keys[k]);
-		if (json_is_object(v) || json_is_array(v) ||
-		    !plain_json_string(s->keys[k]))
-			direct = false;
-		if (k < DIRECT_KEYS)
-			vals[k] = v;
-	}
-	if (direct) {
-		/* Keys are sorted by name and unique: dump's order. */
-		error = buf_addch(out, '{');
-		for (size_t k = 0; k < s->nkeys && !error; k++)
-			if (!(error = add_member_name(out, k, s->keys[k])))
-				error = diff_json_dump(vals[k], 0, out);
-		if (!error)
-			error = buf_addch(out, '}');
-	} else {
-		if (!(key = json_object()))
-			return walk_fail(w, ERR_NOMEM, "out of memory");
-		for (size_t k = 0; k < s->nkeys; k++) {
-			if (!(v = json_object_get(item, s->keys[k])))
-				v = s->defaults[k];
-			if (json_object_set_new(key, s->keys[k],
-						json_deep_copy(v)) < 0) {
-				json_decref(key);
-				return walk_fail(w, ERR_NOMEM, "out of memory");
-			}
-		}
-		error = diff_json_dump(key, 0, out);
-		json_decref(key);
-	}
-	if (error < 0) {
-		buf_truncate(out, start);
-		if (error == ERR_NOMEM)
-			return walk_fail(w, error, "out of memory");
+	if ((error = diff_schema_item_key(out, item, s)) == ERR_NOMEM)
+		return walk_fail(w, error, "out of memory");
+	if (error)
 		return walk_fail(w, ERR_INVALID,
 				 "element %zu: key cannot be encoded", i);
-	}
 	return 0;
 }
 
