@@ -196,6 +196,6 @@ clean:
 	rm -rf build build-san
 
 help:
-	@sed -n '2,13p' Makefile
+	@sed -n '3,13s/^# \{0,1\}//p' Makefile
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
