@@ -1,12 +1,12 @@
 # syncd: one non-recursive Makefile.
 #
-#   make            build build/syncd
+#   make            build build/syncd (and build/kube-emu, the test API server)
 #   make test       build and run every test (unit, data-driven, integration)
 #   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind   the tests under valgrind memcheck (syncd runs included)
 #   make deps       install the Debian packages (as root), else print the command
 #   make bench      run the benchmarks in bench/ (compares with peers)
-#   make demo      render the example app (the main job, until the controller lands)
+#   make demo       render the example app (the main job, until the controller lands)
 #   make format     clang-format the tree
 #
 # SANITIZE=address,undefined builds everything with those sanitizers into
