@@ -6,7 +6,7 @@
 #   make valgrind   the tests under valgrind memcheck (syncd runs included)
 #   make deps       install the Debian packages (as root), else print the command
 #   make bench      run the benchmarks in bench/ (compares with peers)
-#   make demo       render the example app (the main job, until the controller lands)
+#   make demo       render the example app and diff it against saved live objects
 #   make format     clang-format the tree
 #
 # SANITIZE=address,undefined builds everything with those sanitizers into
@@ -186,8 +186,16 @@ bench: $(SYNCD) $(BUILD)/bench/diff
 	@echo "== diff: 10,000 objects in memory, one core"
 	@taskset -c 0 $(BUILD)/bench/diff
 
+# The main job, until the controller lands: render the example app, then
+# compare it with the live objects of examples/guestbook-live (exit 1 there
+# means "drift found", which is what the demo shows).
 demo: $(SYNCD)
-	$(SYNCD) render examples/guestbook
+	@echo '$$ syncd render examples/guestbook --include redis/*'
+	@$(SYNCD) render examples/guestbook --include 'redis/*'
+	@echo
+	@echo '$$ syncd diff examples/guestbook --live examples/guestbook-live'
+	@$(SYNCD) diff examples/guestbook --live examples/guestbook-live; \
+		rc=$$?; [ $$rc -le 1 ] || exit $$rc
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

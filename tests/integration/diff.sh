@@ -88,6 +88,18 @@ run_syncd diff "$kp" --live "$tmp/kp-live.json" -o json
 expect_rc 0 "kube-prometheus diffed against its own render: no drift"
 expect_match '"inSync": 131' "$out" "all 131 kube-prometheus objects are in sync"
 
+# The demo app: each of the four things that happened is told apart.
+run_syncd diff examples/guestbook --live examples/guestbook-live -o json
+expect_rc 1 "the demo app has drift"
+states=$(printf '%s\n' "$out" | grep -E '^      "(name|state)": ' | paste - - | sed 's/ *"name": "\([^"]*\)",\t *"state": "\([^"]*\)",*/\1=\2/' | tr '\n' ' ')
+expect_eq "$states" "frontend-config=Drifted frontend=Foreign frontend=InSync guestbook=InSync redis=Drifted redis=InSync " \
+	"demo: removed key drifted, HPA foreign, kubectl edit drifted, sidecar and the rest in sync"
+run_syncd diff examples/guestbook --live examples/guestbook-live
+expect_match 'changed by kubectl-edit' "$out" "demo: the redis image names kubectl-edit"
+expect_match 'foreign, owned by kube-controller-manager \(Update, /scale' "$out" "demo: the frontend replicas name the HPA's manager"
+expect_match 'LEGACY_MODE: applied earlier, no longer declared' "$out" "demo: the removed key is reported"
+if printf '%s' "$out" | grep -q log-shipper; then not_ok "demo: the injected sidecar is not drift"; else ok "demo: the injected sidecar is not drift"; fi
+
 # Errors: one line each, exit 2.
 run_syncd diff "$cases/missing-object/desired"
 expect_rc 2 "--live is required"
