@@ -157,129 +157,6 @@ static struct diff_path cur_path(const struct cmp *c)
 	return p;
 }
 
-static char *dump_compact(const json_t *v)
-{
-	struct buf b = BUF_INIT;
-
-	if (diff_json_dump(v, 0, &b) < 0) {
-		buf_release(&b);
-		return NULL;
-	}
-	return buf_detach(&b, NULL);
-}
-
-/* The k: text of a map-list item as a new string; NULL when it has none. */
-static char *item_key_text(const json_t *item, const struct diff_schema *list)
-{
-	struct buf b = BUF_INIT;
-
-	if (diff_schema_item_key(&b, item, list)) {
-		buf_release(&b);
-		return NULL;
-	}
-	return buf_detach(&b, NULL);
-}
-
-static bool value_in_array(const json_t *arr, const json_t *v)
-{
-	size_t i;
-	json_t *e;
-
-	json_array_foreach (arr, i, e)
-		if (diff_value_equal(e, v, false))
-			return true;
-	return false;
-}
-
-/* --- resolving a path in an object --- */
-
-static json_t *path_child(json_t *node, const struct diff_pe *pe,
-			  const struct diff_schema *s, size_t *index)
-{
-	struct buf t = BUF_INIT;
-	json_t *e, *hit = NULL;
-	size_t i;
-
-	switch (pe->type) {
-	case DIFF_PE_FIELD:
-		return json_is_object(node) ? json_object_get(node, pe->text)
-					    : NULL;
-	case DIFF_PE_KEY:
-	case DIFF_PE_VALUE:
-		json_array_foreach (node, i, e) {
-			buf_reset(&t);
-			if (pe->type == DIFF_PE_KEY ? diff_schema_item_key(&t, e, s)
-						    : diff_json_dump(e, 0, &t))
-				continue;
-			if (!strcmp(buf_cstr(&t), pe->text)) {
-				*index = i;
-				hit = e;
-				break;
-			}
-		}
-		buf_release(&t);
-		return hit;
-	case DIFF_PE_INDEX:
-		*index = strtoul(pe->text, NULL, 10);
-		return json_array_get(node, *index);
-	}
-	return NULL;
-}
-
-static const struct diff_schema *schema_step(const struct diff_schema *s,
-					     const struct diff_pe *pe)
-{
-	return pe->type == DIFF_PE_FIELD ? diff_schema_field(s, pe->text)
-					 : diff_schema_items(s);
-}
-
-static json_t *path_get(json_t *root, const struct diff_pe *pe, size_t len,
-			const struct diff_schema *s)
-{
-	json_t *node = root;
-	size_t idx;
-
-	for (size_t i = 0; node && i < len; i++) {
-		node = path_child(node, &pe[i], s, &idx);
-		s = schema_step(s, &pe[i]);
-	}
-	return node;
-}
-
-/*
- * Delete the value at a path. Parents left empty by the deletion are
- * deleted too (an apply of "spec: {}" would claim spec itself), but a
- * parent that was empty to begin with is never touched.
- */
-static bool path_delete(json_t *node, const struct diff_pe *pe, size_t len,
-			const struct diff_schema *s)
-{
-	size_t idx = 0;
-	json_t *child;
-	bool gone;
-
-	if (!len)
-		return false;
-	child = path_child(node, pe, s, &idx);
-	if (!child)
-		return false;
-	if (len > 1) {
-		size_t before = json_is_object(child) ? json_object_size(child)
-						      : json_array_size(child);
-
-		gone = path_delete(child, pe + 1, len - 1, schema_step(s, pe));
-		if (!gone || !before ||
-		    (json_is_object(child) ? json_object_size(child)
-					   : json_array_size(child)))
-			return gone;
-	}
-	if (pe->type == DIFF_PE_FIELD)
-		json_object_del(node, pe->text);
-	else
-		json_array_remove(node, idx);
-	return true;
-}
-
 /* --- Secrets: values never leave as they are --- */
 
 static const unsigned char *mask_key(const struct diff_options *opts,
@@ -576,8 +453,8 @@ static void atomic_ancestors(const struct cmp *c, const struct diff_pe *pe,
 
 	for (size_t n = 1; n < len; n++) {
 		/* s is the schema of v, the node at depth n - 1. */
-		v = v ? path_child(v, &pe[n - 1], s, &idx) : NULL;
-		s = schema_step(s, &pe[n - 1]);
+		v = v ? diff_tree_child(v, &pe[n - 1], s, &idx) : NULL;
+		s = diff_tree_step(s, &pe[n - 1]);
 		atomic[n] = v && (json_is_object(v) || json_is_array(v)) &&
 			    diff_schema_type_of(s, v) == DIFF_SCHEMA_ATOMIC;
 	}
@@ -838,9 +715,9 @@ static int cmp_set(struct cmp *c, const json_t *d, const json_t *l)
 		char *text;
 		int error;
 
-		if (value_in_array(l, e))
+		if (diff_tree_array_has(l, e))
 			continue;
-		if (!(text = dump_compact(e)))
+		if (!(text = diff_tree_compact(e)))
 			return oom(c);
 		if ((error = push(c, DIFF_PE_VALUE, text, true)) < 0) {
 			free(text);
@@ -1045,7 +922,7 @@ static int removal_visit(const struct diff_path *p, void *data)
 		if ((set = manager_set(c, i)) && diff_fieldset_has_prefix(set, p))
 			return 0; /* co-owned: it stays, we just let go */
 	}
-	lv = path_get(r->live, p->pe, p->len, c->root_schema);
+	lv = diff_tree_get(r->live, p->pe, p->len, c->root_schema, NULL);
 	if (!lv)
 		return 0;
 	path_pointer(p, &ptr);
@@ -1289,117 +1166,6 @@ static json_t *strip_view(const json_t *obj, const struct diff_options *opts,
 	return v;
 }
 
-static json_t *merge(const json_t *l, const json_t *d,
-		     const struct diff_schema *s);
-
-/* True when some key of obj holds a NUL (foreach shows it cut short). */
-static bool has_nul_key(const json_t *obj)
-{
-	for (void *it = json_object_iter((json_t *)obj); it;
-	     it = json_object_iter_next((json_t *)obj, it))
-		if (strlen(json_object_iter_key(it)) !=
-		    json_object_iter_key_len(it))
-			return true;
-	return false;
-}
-
-/*
- * Two objects: live's members in live's order, each merged with the
- * desired member of that name or copied, then the members only desired
- * has, in its order. That is live copied whole with each desired member
- * set over it, without copying the live members that get replaced (at
- * every level: copying whole would copy a deep path once per level).
- */
-static json_t *merge_object(const json_t *l, const json_t *d,
-			    const struct diff_schema *s)
-{
-	json_t *out, *e, *dv;
-	const char *k;
-
-	if (has_nul_key(d)) {
-		/* foreach names such keys cut short: do it the long way */
-		out = json_deep_copy(l);
-		json_object_foreach ((json_t *)d, k, e)
-			json_object_set_new(out, k,
-					    merge(json_object_get(l, k), e,
-						  diff_schema_field(s, k)));
-		return out;
-	}
-	if (!(out = json_object()))
-		return NULL;
-	for (void *it = json_object_iter((json_t *)l); it;
-	     it = json_object_iter_next((json_t *)l, it)) {
-		size_t len = json_object_iter_key_len(it);
-
-		k = json_object_iter_key(it);
-		e = json_object_iter_value(it);
-		dv = json_object_getn(d, k, len);
-		json_object_setn_new(out, k, len,
-				     dv ? merge(e, dv, diff_schema_field(s, k))
-					: json_deep_copy(e));
-	}
-	json_object_foreach ((json_t *)d, k, e)
-		if (!json_object_get(l, k))
-			json_object_set_new(out, k,
-					    merge(NULL, e,
-						  diff_schema_field(s, k)));
-	return out;
-}
-
-/* merge(live, applied) as server-side apply merges, for the view. */
-static json_t *merge(const json_t *l, const json_t *d,
-		     const struct diff_schema *s)
-{
-	enum diff_schema_type type;
-	json_t *out;
-	size_t i;
-	json_t *e;
-
-	if (!l || json_typeof(l) != json_typeof(d) ||
-	    (!json_is_object(d) && !json_is_array(d)))
-		return json_deep_copy(d);
-	type = diff_schema_type_of(s, d);
-	if (type == DIFF_SCHEMA_ATOMIC)
-		return json_deep_copy(d);
-	if (json_is_object(d))
-		return merge_object(l, d, s);
-	out = json_deep_copy(l);
-	if (type == DIFF_SCHEMA_SET) {
-		json_array_foreach ((json_t *)d, i, e)
-			if (!value_in_array(out, e))
-				json_array_append(out, e);
-		return out;
-	}
-	if (type == DIFF_SCHEMA_MAP_LIST) {
-		json_array_foreach ((json_t *)d, i, e) {
-			char *key = item_key_text(e, s);
-			size_t j;
-			json_t *le;
-			bool found = false;
-
-			json_array_foreach (out, j, le) {
-				char *lk = key ? item_key_text(le, s) : NULL;
-
-				found = key && lk && !strcmp(key, lk);
-				free(lk);
-				if (found) {
-					json_array_set_new(
-						out, j,
-						merge(le, e,
-						      diff_schema_items(s)));
-					break;
-				}
-			}
-			if (!found)
-				json_array_append(out, e);
-			free(key);
-		}
-		return out;
-	}
-	json_decref(out);
-	return json_deep_copy(d);
-}
-
 /* --- one object --- */
 
 static void owned_paths_free(struct owned_path *p, size_t n)
@@ -1557,7 +1323,7 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 				pointer_delete(apply, ptrs[i]);
 		}
 		for (size_t i = 0; i < c.ndrop; i++)
-			path_delete(apply, c.drop[i].pe, c.drop[i].len,
+			diff_tree_delete(apply, c.drop[i].pe, c.drop[i].len,
 				    c.root_schema);
 		if (c.ndrop || nptrs) {
 			if ((error = diff_fieldset_of_object(&want, apply,
@@ -1587,13 +1353,13 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 			json_decref(dv);
 			goto nomem;
 		}
-		out->desired_view = merge(out->live_view, dv, c.root_schema);
+		out->desired_view = diff_tree_merge(out->live_view, dv, c.root_schema);
 		json_decref(dv);
 		if (!out->desired_view)
 			goto nomem;
 		/* What the apply removes disappears from the view. */
 		for (size_t i = 0; i < c.ngone; i++)
-			path_delete(out->desired_view, c.gone[i].pe,
+			diff_tree_delete(out->desired_view, c.gone[i].pe,
 				    c.gone[i].len, c.root_schema);
 	}
 	goto out;

@@ -583,4 +583,78 @@ int diff_report_to_text(const struct diff_report *report, bool color,
 int diff_json_dump(const json_t *json, int indent, struct buf *out);
 int diff_yaml_dump(const json_t *json, struct buf *out);
 
+/*
+ * ---------------------------------------------------------------------
+ * Server-side apply (what the API server does; used by kube-emu)
+ *
+ * The algorithm of docs/kubernetes-api.md "Server-side apply":
+ * merged = merge(live, applied) by the schema's list and map types; the
+ * fields the applier owned before and no longer sends are removed unless
+ * another manager owns them; fields other managers own whose value
+ * changes are conflicts; the applier's Apply entry becomes exactly the
+ * set it sent. Defaulting is not part of it (the caller defaults the
+ * result), nor are status and server metadata: live's uid,
+ * resourceVersion, ... are kept because applied objects lack them; a
+ * `status` or `resourceVersion` in `applied` is merged like any field, so
+ * the caller strips or resets what its strategy does not accept. Values
+ * are compared as JSON values (1 == 1.0, but "1000m" != "1": quantities
+ * are canonicalized by the caller, after). A removed field takes with it
+ * the maps and lists it leaves empty (not ones that were empty before).
+ * ---------------------------------------------------------------------
+ */
+struct diff_ssa_result {
+	/*
+	 * The object to store, managedFields updated; NULL when the apply
+	 * failed with conflicts. When !changed it is a copy of live (old
+	 * managedFields times included): write nothing, keep the
+	 * resourceVersion.
+	 */
+	json_t *object;
+	bool changed;
+	/*
+	 * Without force, the conflicts (nothing to write), else NULL: an
+	 * array of {"manager", "operation", "apiVersion", "subresource"
+	 * (only when set), "field"} ordered by manager, then path in
+	 * canonical order; "field" in the API server's path syntax
+	 * (".spec.replicas").
+	 */
+	json_t *conflicts;
+};
+
+/*
+ * Apply `applied` as field manager `manager` to `live` (NULL: create).
+ * `schema` is the kind's root schema (diff_schemas_lookup()), `time` the
+ * RFC 3339 time for the new managedFields entries (required). A live
+ * object without managedFields first gets a "before-first-apply" Update
+ * entry owning all its fields. Unreadable managedFields entries of live
+ * are dropped. metadata.managedFields in `applied` is ignored. Entries
+ * are stored in the API server's order (operation, time, manager,
+ * apiVersion, subresource); an entry left without fields is dropped.
+ *
+ * Returns 0 with *out filled (caller storage; release with
+ * diff_ssa_result_release()) also when there are conflicts: check
+ * out->conflicts. ERR_INVALID when applied is not an object or has no
+ * apiVersion, manager is empty, time is NULL, or applied cannot be typed
+ * (a map-list item without its key); ERR_NOMEM. On error *out is empty.
+ */
+int diff_ssa_apply(struct diff_ssa_result *out, const json_t *live,
+		   const json_t *applied, const struct diff_schema *schema,
+		   const char *manager, bool force, const char *time,
+		   struct err *err);
+
+void diff_ssa_result_release(struct diff_ssa_result *res);
+
+/*
+ * The 409 Conflict of an apply, byte for byte as kube-apiserver words it:
+ * appends to `message` "Apply failed with 1 conflict: conflict with
+ * \"kube-controller-manager\" with subresource \"scale\" using apps/v1:
+ * .spec.replicas" (several: "Apply failed with N conflicts: conflicts with
+ * \"m\" using v1:\n- .a\n- .b", managers in order), and sets *causes
+ * (may be NULL; caller owns it) to the Status details.causes array
+ * [{"reason":"FieldManagerConflict","message":"conflict with ...",
+ * "field":".spec.replicas"}]. `conflicts` is diff_ssa_result.conflicts.
+ */
+int diff_ssa_conflict_message(const json_t *conflicts, struct buf *message,
+			      json_t **causes);
+
 #endif

@@ -23,4 +23,30 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 int diff_schema_item_key(struct buf *out, const json_t *item,
 			 const struct diff_schema *list);
 
+/*
+ * Objects along field-set paths (diff/tree.c). A node's schema is the one
+ * diff_tree_step() reaches from the root's; diff_tree_child() needs the
+ * schema of the node it steps from (a map-list's, for k: elements).
+ */
+char *diff_tree_compact(const json_t *v);                /* caller frees */
+char *diff_tree_item_key(const json_t *item, const struct diff_schema *list);
+bool diff_tree_array_has(const json_t *arr, const json_t *v);
+const struct diff_schema *diff_tree_step(const struct diff_schema *s,
+					 const struct diff_pe *pe);
+json_t *diff_tree_child(json_t *node, const struct diff_pe *pe,
+			const struct diff_schema *s, size_t *index);
+/* The value at a path (borrowed), its schema in *sp when sp is given. */
+json_t *diff_tree_get(const json_t *root, const struct diff_pe *pe, size_t len,
+		      const struct diff_schema *s,
+		      const struct diff_schema **sp);
+/*
+ * Delete the value at a path; parents the deletion leaves empty go too,
+ * parents that were empty before stay. True when something was deleted.
+ */
+bool diff_tree_delete(json_t *node, const struct diff_pe *pe, size_t len,
+		      const struct diff_schema *s);
+/* merge(live, applied) as server-side apply merges; new reference. */
+json_t *diff_tree_merge(const json_t *l, const json_t *d,
+			const struct diff_schema *s);
+
 #endif
