@@ -229,5 +229,37 @@ expect_eq "$rc $out" '0 configmap "cm2" deleted' "kubectl delete cm"
 k get cm cm2
 expect_eq "$rc $errout" '1 Error from server (NotFound): configmaps "cm2" not found' \
 	"kubectl get deleted cm: NotFound"
+
+# Server-side apply: create, an unchanged re-apply, a conflicting second
+# manager (refused, then forced), managedFields as kubectl reads them.
+printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: one\n' >"$tmp/ssa.yaml"
+k apply --server-side -f "$tmp/ssa.yaml"
+expect_eq "$rc $out" "0 configmap/ssa serverside-applied" \
+	"kubectl apply --server-side creates"
+k get cm ssa -o jsonpath='{.metadata.resourceVersion}'
+ssa_rv=$out
+k apply --server-side -f "$tmp/ssa.yaml"
+expect_eq "$rc $out" "0 configmap/ssa serverside-applied" \
+	"kubectl apply --server-side again"
+k get cm ssa -o jsonpath='{.metadata.resourceVersion}'
+expect_eq "$out" "$ssa_rv" "unchanged re-apply keeps the resourceVersion"
+sed 's/one/two/' "$tmp/ssa.yaml" >"$tmp/ssa2.yaml"
+k apply --server-side --field-manager other -f "$tmp/ssa2.yaml"
+expect_eq "$([ "$rc" -ne 0 ] && echo failed)" failed \
+	"conflicting apply by another manager fails"
+expect_match 'Apply failed with 1 conflict: conflict with "kubectl": \.data\.k' \
+	"$errout" "conflict message on stderr"
+k get cm ssa -o jsonpath='{.data.k}'
+expect_eq "$out" one "refused apply changed nothing"
+k apply --server-side --field-manager other --force-conflicts -f "$tmp/ssa2.yaml"
+expect_eq "$rc $out" "0 configmap/ssa serverside-applied" \
+	"--force-conflicts: applied"
+k get cm ssa -o json --show-managed-fields
+expect_match '"k": "two"' "$out" "forced value stored"
+mf=$(printf '%s' "$out" | tr -d ' \n' | grep -o '"managedFields":\[.*\]')
+expect_match '"fieldsV1":\{"f:data":\{"f:k":\{\}\}\},"manager":"other","operation":"Apply"' \
+	"$mf" "managedFields: other owns data.k by Apply"
+expect_eq "$(printf '%s' "$mf" | grep -c '"manager":"kubectl"')" 0 \
+	"managedFields: kubectl lost its only field"
 stop_emu "$pid" open "SIGTERM after kubectl traffic: clean exit 0"
 finish

@@ -243,6 +243,22 @@ int emu_managed_update(json_t *obj, const json_t *old,
 		       const struct emu_resource *res, const char *manager,
 		       const char *sub, const char *api_version);
 
+struct diff_ssa_result;
+struct err;
+
+/*
+ * Server-side apply of `applied` by `manager` onto `live` (NULL: the
+ * object is created), with the kind's schema from the registry the Update
+ * bookkeeping uses: diff_ssa_apply() stamped with the current time. The
+ * caller strips what the server owns (status, uid, resourceVersion, ...)
+ * from `applied` first. *out is caller storage; release it with
+ * diff_ssa_result_release(). ERR_INVALID (message in err) when applied
+ * cannot be typed, ERR_NOMEM.
+ */
+int emu_managed_apply(struct diff_ssa_result *out, const json_t *live,
+		      const json_t *applied, const struct emu_resource *res,
+		      const char *manager, bool force, struct err *err);
+
 /*
  * The manager of a write: ?fieldManager=, else the User-Agent up to its
  * first '/' ("kubectl/v1.32.4 (linux/amd64)" -> "kubectl").

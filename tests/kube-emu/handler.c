@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "diff/diff.h"
 #include "renderers/render.h"
 #include "tests/kube-emu/emu.h"
 
@@ -390,6 +391,185 @@ out:
 	return code;
 }
 
+/* Metadata the server owns; an applied body's values are dropped. */
+static const char *const server_owned[] = {
+	"uid",		 "resourceVersion",   "creationTimestamp",
+	"generation",	 "deletionTimestamp", "deletionGracePeriodSeconds",
+	"managedFields", "selfLink",	      NULL};
+
+/*
+ * The applied body as the apply runs it: server-owned metadata and (for
+ * kinds with /status) status removed, so the live values stay and the
+ * applier never owns them; the URL's name filled in when absent.
+ */
+static void strip_server_owned(json_t *obj, const struct target *t)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	const char *const *k;
+
+	if (!json_is_object(meta)) {
+		meta = json_object();
+		json_object_set_new(obj, "metadata", meta);
+	}
+	for (k = server_owned; *k; k++)
+		json_object_del(meta, *k);
+	if (!json_string_value(json_object_get(meta, "name")))
+		json_object_set_new(meta, "name", json_string(t->name));
+	if (t->res->flags & EMU_RES_STATUS)
+		json_object_del(obj, "status");
+}
+
+/*
+ * One apply against the current object. The HTTP code; *out as
+ * emu_store_update(). *raced is set when the object changed (or was
+ * created) between our read and our write: the caller retries.
+ */
+static int apply_once(struct emu_server *srv, const struct target *t,
+		      const json_t *applied, const char *mgr, bool force,
+		      bool dry, json_t **out, bool *raced)
+{
+	struct diff_ssa_result r = {0};
+	struct err err = ERR_INIT;
+	struct buf msg = BUF_INIT;
+	json_t *live = NULL, *causes = NULL;
+	int code, error;
+
+	*raced = false;
+	code = emu_store_get(&srv->store, t->res, t->ns, t->name, &live);
+	if (code == 404) {
+		json_decref(live);
+		live = NULL;
+	} else if (code != 200) {
+		*out = live;
+		return code;
+	}
+	error = emu_managed_apply(&r, live, applied, t->res, mgr, force, &err);
+	if (error == ERR_INVALID) {
+		code = 400;
+		*out = emu_status_new(code, "BadRequest", err_first(&err), NULL,
+				      NULL, NULL);
+	} else if (error < 0) {
+		code = 500;
+		*out = emu_status_new(code, "InternalError", "out of memory",
+				      NULL, NULL, NULL);
+	} else if (r.conflicts) {
+		code = 409;
+		if (diff_ssa_conflict_message(r.conflicts, &msg, &causes) < 0) {
+			code = 500;
+			*out = emu_status_new(code, "InternalError",
+					      "out of memory", NULL, NULL,
+					      NULL);
+			goto out;
+		}
+		*out = emu_status_new(code, "Conflict", buf_cstr(&msg), NULL,
+				      NULL, NULL);
+		json_object_set_new(*out, "details",
+				    json_pack("{s:o}", "causes", causes));
+	} else if (!r.changed) {
+		/* Nothing to write: the live object, same resourceVersion. */
+		code = 200;
+		*out = json_incref(live);
+	} else if (!live) {
+		code = emu_store_create(&srv->store, t->res, t->ns, r.object,
+					NULL, dry, out);
+		*raced = code == 409;
+	} else {
+		/*
+		 * r.object carries live's resourceVersion: a write since our
+		 * read is a 409, and the apply runs again on the new object.
+		 */
+		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
+					NULL, NULL, r.object, dry, out);
+		*raced = code == 409 || code == 404;
+	}
+out:
+	diff_ssa_result_release(&r);
+	err_release(&err);
+	buf_release(&msg);
+	json_decref(live);
+	return code;
+}
+
+/*
+ * PATCH with application/apply-patch+yaml: server-side apply. The body
+ * is YAML or JSON; ?fieldManager= is required, ?force=true takes fields
+ * from other managers instead of failing with a Conflict.
+ */
+static void handle_apply(struct emu_server *srv, const struct emu_request *req,
+			 const struct target *t, bool dry,
+			 struct emu_response *resp)
+{
+	struct render_docs docs = RENDER_DOCS_INIT;
+	struct err err = ERR_INIT;
+	struct buf msg = BUF_INIT, av = BUF_INIT;
+	const char *mgr = query(req, "fieldManager"), *f = query(req, "force");
+	json_t *obj = NULL, *out = NULL, *st;
+	bool force = f && (!strcmp(f, "true") || !strcmp(f, "1"));
+	bool raced;
+	int code, attempt;
+
+	if (!mgr || !*mgr) {
+		st = emu_status_new(422, "Invalid",
+				    "PatchOptions.meta.k8s.io \"\" is invalid: "
+				    "fieldManager: Required value: is required "
+				    "for apply patch",
+				    NULL, "meta.k8s.io", "PatchOptions");
+		json_object_set_new(
+			json_object_get(st, "details"), "causes",
+			json_pack("[{s:s, s:s, s:s}]", "reason",
+				  "FieldValueRequired", "message",
+				  "Required value: is required for apply "
+				  "patch",
+				  "field", "fieldManager"));
+		reply_json(resp, 422, st);
+		goto out;
+	}
+	if (t->sub) {
+		reply_status(resp, 415, "UnsupportedMediaType",
+			     "kube-emu applies only to the main resource, "
+			     "not to /status or /scale");
+		goto out;
+	}
+	if (req->body_too_large) {
+		buf_addf(&msg, "Request entity too large: limit is %u",
+			 EMU_MAX_BODY);
+		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		goto out;
+	}
+	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
+			 "body", &err) < 0 ||
+	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
+		buf_addf(&msg, "error decoding YAML: %s",
+			 err_count(&err) ? err_first(&err)
+					 : "the body must be one object");
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	emu_resource_api_version(t->res, &av);
+	if (check_identity(t, docs.items[0].value, av.ptr, t->res->kind, resp) <
+	    0)
+		goto out;
+	if (!(obj = json_deep_copy(docs.items[0].value))) {
+		reply_status(resp, 500, "InternalError", "out of memory");
+		goto out;
+	}
+	strip_server_owned(obj, t);
+	for (attempt = 0;; attempt++) {
+		code = apply_once(srv, t, obj, mgr, force, dry, &out, &raced);
+		if (!raced || attempt == 5)
+			break;
+		json_decref(out);
+		out = NULL;
+	}
+	reply_json(resp, code, out);
+out:
+	json_decref(obj);
+	render_docs_release(&docs);
+	err_release(&err);
+	buf_release(&msg);
+	buf_release(&av);
+}
+
 static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 			 const struct target *t, bool dry,
 			 struct emu_response *resp)
@@ -401,12 +581,17 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 	bool smp, pinned;
 	int code, attempt;
 
+	if (media_is(req->content_type, "application/apply-patch+yaml")) {
+		handle_apply(srv, req, t, dry, resp);
+		return;
+	}
 	smp = media_is(req->content_type,
 		       "application/strategic-merge-patch+json");
 	if (!smp &&
 	    !media_is(req->content_type, "application/merge-patch+json")) {
 		buf_addf(&msg, "the body of the request was in an unknown "
 			       "format - accepted media types include: "
+			       "application/apply-patch+yaml, "
 			       "application/merge-patch+json, "
 			       "application/strategic-merge-patch+json");
 		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);

@@ -3,7 +3,9 @@
  * as kube-apiserver's fieldmanager records them: the writer gains every
  * field it added or changed, every other manager loses the fields that
  * were added, changed or removed, and entries left empty are dropped.
- * Field sets and list types come from diff/ (shared with syncd).
+ * Server-side apply (emu_managed_apply) runs diff/'s diff_ssa_apply()
+ * with the same schemas. Field sets and list types come from diff/
+ * (shared with syncd).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +272,24 @@ out:
 	diff_fieldset_free(entry_set);
 	diff_fieldset_free(mc.modified);
 	return error;
+}
+
+int emu_managed_apply(struct diff_ssa_result *out, const json_t *live,
+		      const json_t *applied, const struct emu_resource *res,
+		      const char *manager, bool force, struct err *err)
+{
+	char ts[32];
+
+	pthread_once(&schemas_once, schemas_init);
+	if (!schemas) {
+		memset(out, 0, sizeof(*out));
+		return ERR_NOMEM;
+	}
+	now_rfc3339(ts);
+	return diff_ssa_apply(
+		out, live, applied,
+		diff_schemas_lookup(schemas, res->group, res->kind), manager,
+		force, ts, err);
 }
 
 void emu_manager_name(const char *field_manager, const char *user_agent,

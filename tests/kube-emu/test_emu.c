@@ -658,3 +658,218 @@ Test(protobuf, kubectl_create_configmap)
 	cr_assert_gt(msg.len, 0);
 	buf_release(&msg);
 }
+
+#define APPLY_CT "application/apply-patch+yaml"
+#define CM_URL	 "/api/v1/namespaces/default/configmaps/cfg"
+#define WEB_URL	 "/apis/apps/v1/namespaces/default/deployments/web"
+
+static const char *rv_of(const json_t *obj)
+{
+	return json_string_value(json_object_get(
+		json_object_get(obj, "metadata"), "resourceVersion"));
+}
+
+static const char *cause_at(const json_t *st, const char *key)
+{
+	return json_string_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(st, "details"),
+					       "causes"),
+			       0),
+		key));
+}
+
+Test(apply, create_reapply_share_conflict)
+{
+	struct emu_server srv = {0};
+	json_t *out = NULL;
+	const json_t *e;
+	char *f, *rv;
+
+	srv.token = "T";
+	cr_assert_eq(emu_store_init(&srv.store), 0);
+
+	/* Without a field manager: 422, as PatchOptions validation. */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL, APPLY_CT,
+			  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}",
+			  &out),
+		     422);
+	cr_assert_str_eq(cause_at(out, "field"), "fieldManager");
+	expect_status(out, 422, "Invalid",
+		      "PatchOptions.meta.k8s.io \"\" is invalid: "
+		      "fieldManager: Required value: is required for apply "
+		      "patch");
+
+	/* The body must be the URL's kind and name. */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
+			  "{\"apiVersion\":\"v1\",\"kind\":\"Secret\"}", &out),
+		     400);
+	expect_status(out, 400, "BadRequest",
+		      "the kind in the data (Secret) does not match the "
+		      "expected kind (ConfigMap)");
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
+			  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+			  "  name: other\n",
+			  &out),
+		     400);
+	expect_status(out, 400, "BadRequest", NULL);
+
+	/* dryRun creates nothing. */
+	cr_assert_eq(call(&srv, "PATCH",
+			  CM_URL "?fieldManager=syncd&dryRun=All", APPLY_CT,
+			  "apiVersion: v1\nkind: ConfigMap\n", &out),
+		     201);
+	json_decref(out);
+	cr_assert_eq(call(&srv, "GET", CM_URL, NULL, NULL, &out), 404);
+	json_decref(out);
+
+	/* Create (YAML body); server-owned fields in the body are ignored. */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
+			  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+			  "  name: cfg\n  uid: forged\n"
+			  "  resourceVersion: \"999\"\ndata:\n  a: \"1\"\n",
+			  &out),
+		     201);
+	cr_assert_str_neq(json_string_value(json_object_get(
+				  json_object_get(out, "metadata"), "uid")),
+			  "forged");
+	e = json_array_get(json_object_get(json_object_get(out, "metadata"),
+					   "managedFields"),
+			   0);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "manager")),
+			 "syncd");
+	cr_assert_str_eq(json_string_value(json_object_get(e, "operation")),
+			 "Apply");
+	cr_assert_str_eq(json_string_value(json_object_get(e, "apiVersion")),
+			 "v1");
+	f = fields_of(out, "syncd");
+	cr_assert_str_eq(f, "{\"f:data\":{\"f:a\":{}}}");
+	free(f);
+	rv = strdup(rv_of(out));
+	json_decref(out);
+
+	/* The same apply again (JSON body) writes nothing. */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
+			  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+			  "\"metadata\":{\"name\":\"cfg\"},"
+			  "\"data\":{\"a\":\"1\"}}",
+			  &out),
+		     200);
+	cr_assert_str_eq(rv_of(out), rv);
+	json_decref(out);
+
+	/* A second manager with the same value: shared ownership. */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=other", APPLY_CT,
+			  "apiVersion: v1\nkind: ConfigMap\ndata:\n"
+			  "  a: \"1\"\n",
+			  &out),
+		     200);
+	f = fields_of(out, "syncd");
+	cr_assert_str_eq(f, "{\"f:data\":{\"f:a\":{}}}");
+	free(f);
+	f = fields_of(out, "other");
+	cr_assert_str_eq(f, "{\"f:data\":{\"f:a\":{}}}");
+	free(f);
+	json_decref(out);
+
+	/* A different value: conflict, nothing written. */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=other", APPLY_CT,
+			  "apiVersion: v1\nkind: ConfigMap\ndata:\n"
+			  "  a: \"2\"\n",
+			  &out),
+		     409);
+	cr_assert_str_eq(cause_at(out, "reason"), "FieldManagerConflict");
+	cr_assert_str_eq(cause_at(out, "field"), ".data.a");
+	expect_status(out, 409, "Conflict",
+		      "Apply failed with 1 conflict: conflict with "
+		      "\"syncd\": .data.a");
+	cr_assert_eq(call(&srv, "GET", CM_URL, NULL, NULL, &out), 200);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(out, "data"), "a")),
+			 "1");
+	json_decref(out);
+	free(rv);
+	emu_store_release(&srv.store);
+}
+
+Test(apply, scale_conflict_and_force)
+{
+	struct emu_server srv = {0};
+	json_t *out = NULL, *meta;
+	char *f, *uid;
+
+	srv.token = "T";
+	cr_assert_eq(emu_store_init(&srv.store), 0);
+	cr_assert_eq(call(&srv, "PATCH", WEB_URL "?fieldManager=kubectl",
+			  APPLY_CT,
+			  "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+			  "\"metadata\":{\"name\":\"web\"},\"spec\":{"
+			  "\"replicas\":3,\"template\":{\"spec\":{"
+			  "\"containers\":[{\"name\":\"web\","
+			  "\"image\":\"nginx\"}]}}}}",
+			  &out),
+		     201);
+	uid = strdup(json_string_value(
+		json_object_get(json_object_get(out, "metadata"), "uid")));
+	json_decref(out);
+
+	/* An HPA scales through /scale. */
+	cr_assert_eq(call(&srv, "PATCH",
+			  WEB_URL "/scale?fieldManager=kube-controller-manager",
+			  "application/merge-patch+json",
+			  "{\"spec\":{\"replicas\":5}}", &out),
+		     200);
+	json_decref(out);
+
+	/* Applying another replica count conflicts with it. */
+	cr_assert_eq(call(&srv, "PATCH", WEB_URL "?fieldManager=kubectl",
+			  APPLY_CT,
+			  "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+			  "\"metadata\":{\"name\":\"web\"},\"spec\":{"
+			  "\"replicas\":2,\"template\":{\"spec\":{"
+			  "\"containers\":[{\"name\":\"web\","
+			  "\"image\":\"nginx\"}]}}}}",
+			  &out),
+		     409);
+	cr_assert_str_eq(cause_at(out, "message"),
+			 "conflict with \"kube-controller-manager\" with "
+			 "subresource \"scale\" using apps/v1");
+	cr_assert_str_eq(cause_at(out, "field"), ".spec.replicas");
+	expect_status(out, 409, "Conflict",
+		      "Apply failed with 1 conflict: conflict with "
+		      "\"kube-controller-manager\" with subresource \"scale\" "
+		      "using apps/v1: .spec.replicas");
+	cr_assert_eq(call(&srv, "GET", WEB_URL, NULL, NULL, &out), 200);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(out, "spec"), "replicas")),
+		     5);
+	json_decref(out);
+
+	/* With force the applier takes the field; a body status is ignored. */
+	cr_assert_eq(call(&srv, "PATCH",
+			  WEB_URL "?fieldManager=kubectl&force=true", APPLY_CT,
+			  "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+			  "\"metadata\":{\"name\":\"web\"},\"spec\":{"
+			  "\"replicas\":2,\"template\":{\"spec\":{"
+			  "\"containers\":[{\"name\":\"web\","
+			  "\"image\":\"nginx\"}]}}},"
+			  "\"status\":{\"replicas\":9}}",
+			  &out),
+		     200);
+	meta = json_object_get(out, "metadata");
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(out, "spec"), "replicas")),
+		     2);
+	cr_assert_null(json_object_get(out, "status"));
+	cr_assert_str_eq(json_string_value(json_object_get(meta, "uid")), uid);
+	cr_assert_eq(json_integer_value(json_object_get(meta, "generation")),
+		     3);
+	f = fields_of(out, "kube-controller-manager");
+	cr_assert_str_eq(f, "");
+	free(f);
+	f = fields_of(out, "kubectl");
+	cr_assert_not_null(strstr(f, "\"f:replicas\""), "%s", f);
+	free(f);
+	json_decref(out);
+	free(uid);
+	emu_store_release(&srv.store);
+}
