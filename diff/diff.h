@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 #include "util/buf.h"
@@ -656,5 +657,54 @@ void diff_ssa_result_release(struct diff_ssa_result *res);
  */
 int diff_ssa_conflict_message(const json_t *conflicts, struct buf *message,
 			      json_t **causes);
+
+/*
+ * YAML scalars: what go-yaml v2's resolver (YAML 1.1 rules) reads a plain
+ * scalar as. The manifest decoder loads values with it; the YAML encoder
+ * quotes a string whose plain text would read back as anything but a
+ * string.
+ */
+
+/* What a plain scalar resolves to, and which field of the result holds it. */
+enum diff_yaml_kind {
+	DIFF_YAML_STR,	     /* the text itself */
+	DIFF_YAML_NULL,	     /* "", "~", null, Null, NULL */
+	DIFF_YAML_BOOL,	     /* .b: y, yes, true, on, n, no, ... */
+	DIFF_YAML_INT,	     /* .i: strconv.ParseInt(text, 0) */
+	DIFF_YAML_UINT,	     /* .u: beyond int64, strconv.ParseUint */
+	DIFF_YAML_FLOAT,     /* .f; may be infinite or NaN (.inf, .nan) */
+	DIFF_YAML_TIMESTAMP, /* go-yaml keeps the text, as for a string */
+};
+
+struct diff_yaml_scalar {
+	enum diff_yaml_kind kind;
+	bool b;
+	int64_t i;
+	uint64_t u;
+	double f;
+};
+
+enum diff_yaml_resolve_flags {
+	/* Try the timestamp layouts (go-yaml: untagged or !!timestamp). */
+	DIFF_YAML_TRY_TIMESTAMP = 1 << 0,
+};
+
+/*
+ * Resolve the plain scalar text s[0..n) (need not be NUL-terminated) as
+ * go-yaml v2's resolve() does for an untagged plain scalar, or for the
+ * text under an explicit !!int/!!float/!!bool/!!null/!!timestamp tag:
+ * bools, nulls and .inf/.nan by their exact spellings; numbers with '_'
+ * removed, as Go's ParseInt/ParseUint (base from the prefix: 0x, 0o, 0b,
+ * leading 0), then yamlStyleFloat and ParseFloat (a float too large, like
+ * 1e400, stays a string), then "0b<signed binary>"; timestamps only with
+ * DIFF_YAML_TRY_TIMESTAMP (a zone offset beyond +24:60 makes no
+ * timestamp, as time.Parse in the Go kubectl 1.32 is built with decides).
+ * Base-60 floats ("1:20") are strings here.
+ * `flags` is a mask of enum diff_yaml_resolve_flags; `scratch` is the
+ * caller's buffer for the text without underscores (contents replaced).
+ * Fills *out (caller storage, nothing to release). 0, or ERR_NOMEM.
+ */
+int diff_yaml_resolve(struct diff_yaml_scalar *out, const char *s, size_t n,
+		      unsigned flags, struct buf *scratch);
 
 #endif

@@ -72,11 +72,6 @@ static bool is_digit(int c)
 	return c >= '0' && c <= '9';
 }
 
-static int lower(int c)
-{
-	return c | 0x20;
-}
-
 /*
  * UTF-8
  */
@@ -861,207 +856,8 @@ int diff_json_dump(const json_t *json, int indent, struct buf *out)
 }
 
 /*
- * YAML: what go-yaml v2's resolver reads a plain scalar as
+ * YAML: which strings go-yaml v2 prints plain (rules in yamlscalar.c)
  */
-
-enum { GO_OK = 0, GO_SYNTAX = -1, GO_RANGE = -2 };
-
-/* strconv's underscoreOK: '_' only between digits (or after a prefix). */
-static bool go_underscore_ok(const char *s, size_t n)
-{
-	char saw = '^';
-	size_t i = 0;
-	bool hex = false;
-
-	if (n >= 1 && (s[0] == '-' || s[0] == '+')) {
-		s++;
-		n--;
-	}
-	if (n >= 2 && s[0] == '0' &&
-	    (lower(s[1]) == 'b' || lower(s[1]) == 'o' || lower(s[1]) == 'x')) {
-		i = 2;
-		saw = '0';
-		hex = lower(s[1]) == 'x';
-	}
-	for (; i < n; i++) {
-		if (is_digit(s[i]) ||
-		    (hex && lower(s[i]) >= 'a' && lower(s[i]) <= 'f')) {
-			saw = '0';
-			continue;
-		}
-		if (s[i] == '_') {
-			if (saw != '0')
-				return false;
-			saw = '_';
-			continue;
-		}
-		if (saw == '_')
-			return false;
-		saw = '!';
-	}
-	return saw != '_';
-}
-
-/* strconv.ParseUint(s, base, 64); base 0 takes Go's literal prefixes. */
-static int go_parse_uint(const char *s, size_t n, int base, uint64_t *out)
-{
-	const char *s0 = s;
-	size_t n0 = n, i;
-	bool base0 = base == 0, us = false;
-	uint64_t v = 0, cutoff;
-	int d;
-
-	if (n == 0)
-		return GO_SYNTAX;
-	if (base0) {
-		base = 10;
-		if (s[0] == '0') {
-			size_t skip = 2;
-
-			if (n >= 3 && lower(s[1]) == 'b') {
-				base = 2;
-			} else if (n >= 3 && lower(s[1]) == 'o') {
-				base = 8;
-			} else if (n >= 3 && lower(s[1]) == 'x') {
-				base = 16;
-			} else {
-				base = 8;
-				skip = 1;
-			}
-			s += skip;
-			n -= skip;
-		}
-	}
-	cutoff = UINT64_MAX / (uint64_t)base + 1;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '_' && base0) {
-			us = true;
-			continue;
-		}
-		if (is_digit(s[i]))
-			d = s[i] - '0';
-		else if (lower(s[i]) >= 'a' && lower(s[i]) <= 'z')
-			d = lower(s[i]) - 'a' + 10;
-		else
-			return GO_SYNTAX;
-		if (d >= base)
-			return GO_SYNTAX;
-		if (v >= cutoff ||
-		    v * (uint64_t)base + (uint64_t)d < v * (uint64_t)base)
-			return GO_RANGE;
-		v = v * (uint64_t)base + (uint64_t)d;
-	}
-	if (us && !go_underscore_ok(s0, n0))
-		return GO_SYNTAX;
-	*out = v;
-	return GO_OK;
-}
-
-/* strconv.ParseInt(s, base, 64) succeeds. */
-static bool go_parse_int_ok(const char *s, size_t n, int base)
-{
-	bool neg = false;
-	uint64_t u;
-
-	if (n == 0)
-		return false;
-	if (s[0] == '+' || s[0] == '-') {
-		neg = s[0] == '-';
-		s++;
-		n--;
-	}
-	if (go_parse_uint(s, n, base, &u) != GO_OK)
-		return false;
-	return neg ? u <= (uint64_t)1 << 63 : u < (uint64_t)1 << 63;
-}
-
-/*
- * Whether strconv.ParseFloat(s, 64) succeeds for a decimal text: Go's
- * syntax (digits with at most one '.', underscores between digits, an
- * optional exponent) and a finite result (overflow is an error, underflow
- * is not). 1 yes, 0 no, ERR_NOMEM.
- */
-static int go_parse_float_ok(const char *s, size_t n, struct buf *tmp)
-{
-	size_t i = 0, k;
-	bool us = false, dot = false, digits = false;
-	char small[64], *text = small;
-
-	if (i < n && (s[i] == '+' || s[i] == '-'))
-		i++;
-	for (; i < n; i++) {
-		if (s[i] == '_')
-			us = true;
-		else if (s[i] == '.' && !dot)
-			dot = true;
-		else if (is_digit(s[i]))
-			digits = true;
-		else
-			break;
-	}
-	if (!digits)
-		return 0;
-	if (i < n && lower(s[i]) == 'e') {
-		i++;
-		if (i < n && (s[i] == '+' || s[i] == '-'))
-			i++;
-		if (i >= n || !is_digit(s[i]))
-			return 0;
-		for (; i < n && (is_digit(s[i]) || s[i] == '_'); i++)
-			if (s[i] == '_')
-				us = true;
-	}
-	if (i != n || (us && !go_underscore_ok(s, n)))
-		return 0;
-	/* strtod wants the digits alone and NUL-terminated */
-	if (n >= sizeof(small)) {
-		buf_reset(tmp);
-		if (buf_grow(tmp, n) < 0)
-			return ERR_NOMEM;
-		text = tmp->ptr;
-	}
-	for (i = 0, k = 0; i < n; i++)
-		if (s[i] != '_')
-			text[k++] = s[i];
-	text[k] = '\0';
-	return !isinf(strtod(text, NULL));
-}
-
-/*
- * go-yaml's yamlStyleFloat:
- * ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
- */
-static bool yaml_style_float(const char *s, size_t n)
-{
-	size_t i = 0, k;
-
-	if (i < n && (s[i] == '+' || s[i] == '-'))
-		i++;
-	if (i < n && s[i] == '.') {
-		for (k = ++i; i < n && is_digit(s[i]); i++)
-			;
-		if (i == k)
-			return false;
-	} else {
-		for (k = i; i < n && is_digit(s[i]); i++)
-			;
-		if (i == k)
-			return false;
-		if (i < n && s[i] == '.')
-			for (i++; i < n && is_digit(s[i]); i++)
-				;
-	}
-	if (i < n && lower(s[i]) == 'e') {
-		i++;
-		if (i < n && (s[i] == '+' || s[i] == '-'))
-			i++;
-		for (k = i; i < n && is_digit(s[i]); i++)
-			;
-		if (i == k)
-			return false;
-	}
-	return i == n;
-}
 
 /*
  * go-yaml's isBase60Float:
@@ -1096,187 +892,24 @@ static bool yaml_is_base60_float(const char *s, size_t n)
 	return i == n;
 }
 
-/* Go time's getnum: one or two digits (exactly two when fixed). */
-static bool go_getnum(const char *s, size_t n, size_t *i, bool fixed, int *v)
-{
-	if (*i >= n || !is_digit(s[*i]))
-		return false;
-	if (*i + 1 >= n || !is_digit(s[*i + 1])) {
-		if (fixed)
-			return false;
-		*v = s[(*i)++] - '0';
-		return true;
-	}
-	*v = (s[*i] - '0') * 10 + (s[*i + 1] - '0');
-	*i += 2;
-	return true;
-}
-
-/*
- * time.Parse(layout, s) succeeds for one of go-yaml v2's timestamp
- * layouts: 0 "2006-1-2T15:4:5.999999999Z07:00", 1 the same with 't',
- * 2 "2006-1-2 15:4:5.999999999", 3 "2006-1-2". s starts with "dddd-".
- */
-static bool go_time_parse(int layout, const char *s, size_t n)
-{
-	static const int mdays[] = {31, 28, 31, 30, 31, 30,
-				    31, 31, 30, 31, 30, 31};
-	size_t i = 5;
-	int year = atoi(s), month, day, hour, min, sec, th, tm, dim;
-
-	if (!go_getnum(s, n, &i, false, &month) || month < 1 || month > 12)
-		return false;
-	if (i >= n || s[i++] != '-' || !go_getnum(s, n, &i, false, &day))
-		return false;
-	if (layout == 3)
-		goto done;
-	if (layout == 2) {
-		if (i < n && s[i] != ' ')
-			return false;
-		while (i < n && s[i] == ' ')
-			i++;
-	} else if (i >= n || s[i++] != (layout == 0 ? 'T' : 't')) {
-		return false;
-	}
-	if (!go_getnum(s, n, &i, false, &hour) || hour > 23)
-		return false;
-	if (i >= n || s[i++] != ':' || !go_getnum(s, n, &i, false, &min) ||
-	    min > 59)
-		return false;
-	if (i >= n || s[i++] != ':' || !go_getnum(s, n, &i, false, &sec) ||
-	    sec > 59)
-		return false;
-	if (i + 1 < n && (s[i] == '.' || s[i] == ',') && is_digit(s[i + 1]))
-		for (i += 2; i < n && is_digit(s[i]); i++)
-			;
-	if (layout == 2)
-		goto done;
-	if (i < n && s[i] == 'Z') {
-		i++;
-		goto done;
-	}
-	if (n - i < 6 || s[i + 3] != ':' || (s[i] != '+' && s[i] != '-'))
-		return false;
-	i++;
-	if (!go_getnum(s, n, &i, true, &th) || th > 24)
-		return false;
-	i++;
-	if (!go_getnum(s, n, &i, true, &tm) || tm > 60)
-		return false;
-done:
-	if (i != n)
-		return false;
-	dim = mdays[month - 1];
-	if (month == 2 && year % 4 == 0 && (year % 100 != 0 || year % 400 == 0))
-		dim = 29;
-	return day >= 1 && day <= dim;
-}
-
-static bool yaml_is_timestamp(const char *s, size_t n)
-{
-	size_t i;
-	int layout;
-
-	for (i = 0; i < n && is_digit(s[i]); i++)
-		;
-	if (i != 4 || i == n || s[i] != '-')
-		return false;
-	for (layout = 0; layout < 4; layout++)
-		if (go_time_parse(layout, s, n))
-			return true;
-	return false;
-}
-
-/* go-yaml's resolveTable: first characters of non-string plain scalars. */
-static const bool resolve_hint[256] = {
-	['+'] = 1, ['-'] = 1, ['.'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1,
-	['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1,
-	['9'] = 1, ['y'] = 1, ['Y'] = 1, ['n'] = 1, ['N'] = 1, ['t'] = 1,
-	['T'] = 1, ['f'] = 1, ['F'] = 1, ['o'] = 1, ['O'] = 1, ['~'] = 1,
-};
-
-/*
- * In go-yaml v2's resolveMap: the YAML 1.1 booleans, nulls, .inf and
- * .nan ("" and "<<" are dealt with by the callers).
- */
-static bool yaml_resolve_map(const char *s, size_t n)
-{
-	static const char *const by_len[6] = {
-		NULL,
-		"y\0Y\0n\0N\0~\0",
-		"on\0On\0ON\0no\0No\0NO\0",
-		"yes\0Yes\0YES\0off\0Off\0OFF\0",
-		"true\0True\0TRUE\0null\0Null\0NULL\0.nan\0.NaN\0.NAN\0"
-		".inf\0.Inf\0.INF\0",
-		"false\0False\0FALSE\0+.inf\0+.Inf\0+.INF\0-.inf\0-.Inf\0"
-		"-.INF\0",
-	};
-	const char *w;
-
-	if (n == 0 || n > 5)
-		return false;
-	for (w = by_len[n]; *w; w += n + 1)
-		if (w[0] == s[0] && !memcmp(w, s, n))
-			return true;
-	return false;
-}
-
 /*
  * Whether go-yaml v2 would marshal this string plain: its resolver reads
- * the plain text back as a string (not a bool, null, int, float or
- * timestamp, YAML 1.1 rules) and it is no base-60 float ("1:20"). Only the
- * first character picks the candidates, as in go-yaml's resolve().
- * 1 yes, 0 no, ERR_NOMEM.
+ * the plain text back as a string (diff_yaml_resolve(), with the zone
+ * offset range check of the Go that kubectl is built with) and it is no
+ * base-60 float ("1:20"), which go-yaml v2's encoder quotes although its
+ * resolver no longer reads them. 1 yes, 0 no, ERR_NOMEM.
  */
-static int yaml_plain_is_str(const char *s, size_t n, struct buf *tmp,
-			     struct buf *tmp2)
+static int yaml_plain_is_str(const char *s, size_t n, struct buf *tmp)
 {
-	const char *plain;
-	size_t i, pn;
-	uint64_t u;
-	int rc;
-	char c;
+	struct diff_yaml_scalar r;
+	int error;
 
-	if (n == 0)
-		return 0; /* null */
-	c = s[0];
-	if (!resolve_hint[(unsigned char)c])
-		return 1;
-	if (yaml_resolve_map(s, n))
+	if ((error = diff_yaml_resolve(
+		     &r, s, n, DIFF_YAML_TRY_TIMESTAMP,
+		     tmp)) < 0)
+		return error;
+	if (r.kind != DIFF_YAML_STR)
 		return 0;
-	if (c == '.')
-		return (rc = go_parse_float_ok(s, n, tmp2)) < 0 ? rc : !rc;
-	if (c != '+' && c != '-' && !is_digit(c))
-		return 1;
-
-	if (yaml_is_timestamp(s, n))
-		return 0;
-	plain = s;
-	pn = n;
-	if (memchr(s, '_', n)) {
-		buf_reset(tmp);
-		for (i = 0; i < n; i++)
-			if (s[i] != '_' && buf_addch(tmp, s[i]) < 0)
-				return ERR_NOMEM;
-		plain = buf_cstr(tmp);
-		pn = tmp->len;
-	}
-	if (go_parse_int_ok(plain, pn, 0) ||
-	    go_parse_uint(plain, pn, 0, &u) == GO_OK)
-		return 0;
-	if (yaml_style_float(plain, pn) &&
-	    (rc = go_parse_float_ok(plain, pn, tmp2)) != 0)
-		return rc < 0 ? rc : 0;
-	if (pn >= 2 && plain[0] == '0' && plain[1] == 'b') {
-		if (go_parse_int_ok(plain + 2, pn - 2, 2) ||
-		    go_parse_uint(plain + 2, pn - 2, 2, &u) == GO_OK)
-			return 0;
-	} else if (pn >= 3 && !memcmp(plain, "-0b", 3)) {
-		/* ParseInt("-" + plain[3:], 2) */
-		if (go_parse_uint(plain + 3, pn - 3, 2, &u) == GO_OK &&
-		    u <= (uint64_t)1 << 63)
-			return 0;
-	}
 	return !yaml_is_base60_float(s, n);
 }
 
@@ -1301,7 +934,6 @@ struct yemit {
 	struct keystack ks;
 	struct buf str; /* a string made valid UTF-8 */
 	struct buf num; /* scratch for yaml_plain_is_str() */
-	struct buf num2;
 };
 
 /* What yaml_emitter_analyze_scalar found out about a scalar. */
@@ -2051,8 +1683,7 @@ static void y_string(struct yemit *e, const struct yscalar *a)
 
 	if (a->has_lf) {
 		want = Y_LITERAL;
-	} else if ((plain = yaml_plain_is_str(s, a->n, &e->num, &e->num2)) <
-		   0) {
+	} else if ((plain = yaml_plain_is_str(s, a->n, &e->num)) < 0) {
 		e->error = plain;
 		return;
 	} else {
@@ -2219,7 +1850,6 @@ int diff_yaml_dump(const json_t *json, struct buf *out)
 	e.indention = true;
 	buf_init(&e.str, 0);
 	buf_init(&e.num, 0);
-	buf_init(&e.num2, 0);
 	y_set_context(&e, false, false);
 	error = y_node(&e, (json_t *)json, 0);
 	if (!error) {
@@ -2231,7 +1861,6 @@ int diff_yaml_dump(const json_t *json, struct buf *out)
 	keystack_release(&e.ks);
 	buf_release(&e.str);
 	buf_release(&e.num);
-	buf_release(&e.num2);
 	if (error < 0)
 		buf_truncate(out, len0);
 	return error;

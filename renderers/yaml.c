@@ -48,6 +48,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "diff/diff.h"
 #include "util/buf.h"
 #include "util/err.h"
 
@@ -168,7 +169,7 @@ static int docs_append(struct render_docs *out, json_t *value, unsigned line,
 }
 
 /* ------------------------------------------------------------------ */
-/* Numbers, as Go's strconv parses and prints them                     */
+/* Numbers, as Go prints them                                          */
 
 /*
  * A float as encoding/json would send it: integral values that fit in
@@ -180,177 +181,6 @@ static json_t *number_json(double f)
 	    (double)(long long)f == f)
 		return json_integer((json_int_t)(long long)f);
 	return json_real(f);
-}
-
-static int digit_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A' + 10;
-	return 99;
-}
-
-/*
- * strconv.ParseUint(s, base, 64), base 0 meaning "from the prefix" (0x,
- * 0o, 0b, leading 0 for octal). Returns 0, -1 (syntax) or -2 (range).
- */
-static int go_parse_uint(const char *s, size_t n, int base, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!n)
-		return -1;
-	if (base == 0) {
-		base = 10;
-		if (s[0] == '0') {
-			char p = n >= 2 ? (char)(s[1] | 0x20) : '\0';
-
-			if (n >= 3 && (p == 'b' || p == 'o' || p == 'x')) {
-				base = p == 'b' ? 2 : p == 'o' ? 8 : 16;
-				s += 2;
-				n -= 2;
-			} else {
-				base = 8;
-				s++;
-				n--;
-			}
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		int d = digit_value(s[i]);
-
-		if (d >= base)
-			return -1;
-		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
-			return -2;
-		v = v * (uint64_t)base + (uint64_t)d;
-	}
-	*out = v;
-	return 0;
-}
-
-/* strconv.ParseInt(s, base, 64). Returns 0, -1 (syntax) or -2 (range). */
-static int go_parse_int(const char *s, size_t n, int base, int64_t *out)
-{
-	bool neg = false;
-	uint64_t u;
-	int rc;
-
-	if (n && (s[0] == '+' || s[0] == '-')) {
-		neg = s[0] == '-';
-		s++;
-		n--;
-	}
-	if ((rc = go_parse_uint(s, n, base, &u)) < 0)
-		return rc;
-	if (!neg && u > (uint64_t)INT64_MAX)
-		return -2;
-	if (neg && u > (uint64_t)INT64_MAX + 1)
-		return -2;
-	if (neg)
-		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
-	else
-		*out = (int64_t)u;
-	return 0;
-}
-
-static size_t skip_digits(const char *s, size_t n, size_t *i)
-{
-	size_t start = *i;
-
-	while (*i < n && s[*i] >= '0' && s[*i] <= '9')
-		(*i)++;
-	return *i - start;
-}
-
-/* go-yaml's ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
-static bool yaml_float_syntax(const char *s, size_t n)
-{
-	size_t i = 0;
-
-	if (i < n && (s[i] == '+' || s[i] == '-'))
-		i++;
-	if (i < n && s[i] == '.') {
-		i++;
-		if (!skip_digits(s, n, &i))
-			return false;
-	} else {
-		if (!skip_digits(s, n, &i))
-			return false;
-		if (i < n && s[i] == '.') {
-			i++;
-			skip_digits(s, n, &i);
-		}
-	}
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		i++;
-		if (i < n && (s[i] == '+' || s[i] == '-'))
-			i++;
-		if (!skip_digits(s, n, &i))
-			return false;
-	}
-	return i == n;
-}
-
-/*
- * Go's underscoreOK: underscores only between digits (or after a base
- * prefix), as Go's number literals allow them.
- */
-static bool underscore_ok(const char *s, size_t n)
-{
-	char saw = '^';
-	bool hex = false;
-	size_t i = 0;
-
-	if (n && (s[0] == '-' || s[0] == '+')) {
-		s++;
-		n--;
-	}
-	if (n >= 2 && s[0] == '0' &&
-	    ((s[1] | 0x20) == 'b' || (s[1] | 0x20) == 'o' ||
-	     (s[1] | 0x20) == 'x')) {
-		i = 2;
-		saw = '0';
-		hex = (s[1] | 0x20) == 'x';
-	}
-	for (; i < n; i++) {
-		char c = s[i];
-
-		if ((c >= '0' && c <= '9') ||
-		    (hex && (c | 0x20) >= 'a' && (c | 0x20) <= 'f')) {
-			saw = '0';
-			continue;
-		}
-		if (c == '_') {
-			if (saw != '0')
-				return false;
-			saw = '_';
-			continue;
-		}
-		if (saw == '_')
-			return false;
-		saw = '!';
-	}
-	return saw != '_';
-}
-
-/*
- * strconv.ParseFloat(s, 64) for text already checked by yaml_float_syntax
- * (so NUL-terminated, digits, sign, '.', exponent only). Overflow is an
- * error, as in Go; underflow is not.
- */
-static bool parse_float(const char *s, double *out)
-{
-	char *end;
-	double d = strtod(s, &end);
-
-	if (*end || isinf(d))
-		return false;
-	*out = d;
-	return true;
 }
 
 /*
@@ -438,104 +268,7 @@ static void format_float_key(double d, char *out, size_t size)
 }
 
 /* ------------------------------------------------------------------ */
-/* Timestamps, base64, UTF-8                                           */
-
-/* Go's getnum(s, false): one or two digits. */
-static bool ts_num(const char **p, const char *end, int *v)
-{
-	const char *s = *p;
-
-	if (s == end || *s < '0' || *s > '9')
-		return false;
-	*v = *s++ - '0';
-	if (s < end && *s >= '0' && *s <= '9')
-		*v = *v * 10 + (*s++ - '0');
-	*p = s;
-	return true;
-}
-
-static bool ts_two(const char *s, int *v)
-{
-	if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9')
-		return false;
-	*v = (s[0] - '0') * 10 + (s[1] - '0');
-	return true;
-}
-
-static int days_in(int month, int year)
-{
-	static const int days[] = {31, 28, 31, 30, 31, 30,
-				   31, 31, 30, 31, 30, 31};
-
-	if (month == 2 && year % 4 == 0 && (year % 100 || year % 400 == 0))
-		return 29;
-	return days[month - 1];
-}
-
-/*
- * go-yaml v2's parseTimestamp: time.Parse with one of
- *   2006-1-2T15:4:5.999999999Z07:00   (also with a lower-case t)
- *   2006-1-2 15:4:5.999999999
- *   2006-1-2
- * Only decides the error text of a typed tag and whether !!timestamp is
- * accepted: a timestamp stays a string either way.
- */
-static bool is_timestamp(const char *s, size_t n)
-{
-	const char *p = s + 5, *end = s + n;
-	int year = 0, mon, day, h, m, sec, th, tm;
-	bool zone;
-
-	if (n < 6 || s[4] != '-')
-		return false;
-	for (int i = 0; i < 4; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		year = year * 10 + (s[i] - '0');
-	}
-	if (!ts_num(&p, end, &mon) || mon < 1 || mon > 12)
-		return false;
-	if (p == end || *p++ != '-')
-		return false;
-	if (!ts_num(&p, end, &day) || day < 1 || day > days_in(mon, year))
-		return false;
-	if (p == end)
-		return true;
-	if (*p == 'T' || *p == 't') {
-		zone = true;
-		p++;
-	} else if (*p == ' ') {
-		zone = false;
-		while (p < end && *p == ' ')
-			p++;
-	} else {
-		return false;
-	}
-	if (!ts_num(&p, end, &h) || h >= 24 || p == end || *p++ != ':')
-		return false;
-	if (!ts_num(&p, end, &m) || m >= 60 || p == end || *p++ != ':')
-		return false;
-	if (!ts_num(&p, end, &sec) || sec >= 60)
-		return false;
-	if (end - p >= 2 && (*p == '.' || *p == ',') && p[1] >= '0' &&
-	    p[1] <= '9') {
-		for (p++; p < end && *p >= '0' && *p <= '9'; p++)
-			;
-	}
-	if (zone) {
-		if (p < end && *p == 'Z') {
-			p++;
-		} else {
-			/* Offsets are not range-checked (Go 1.19 does not). */
-			if (end - p < 6 || (*p != '+' && *p != '-') ||
-			    p[3] != ':' || !ts_two(p + 1, &th) ||
-			    !ts_two(p + 4, &tm))
-				return false;
-			p += 6;
-		}
-	}
-	return p == end;
-}
+/* base64, UTF-8                                                       */
 
 static int base64_value(unsigned char c)
 {
@@ -661,24 +394,7 @@ static bool utf8_valid(const char *str, size_t n)
 
 /* ------------------------------------------------------------------ */
 /* Scalar resolution (go-yaml v2 resolve.go)                           */
-
-enum rkind {
-	RK_STR,
-	RK_NULL,
-	RK_BOOL,
-	RK_INT,
-	RK_UINT,
-	RK_FLOAT,
-	RK_TIMESTAMP,
-};
-
-struct rval {
-	enum rkind kind;
-	bool b;
-	int64_t i;
-	uint64_t u;
-	double f;
-};
+/* (the plain-scalar rules: diff_yaml_resolve(), diff/yamlscalar.c)    */
 
 enum tag_kind {
 	TAG_NONE, /* no tag */
@@ -736,146 +452,24 @@ static void short_tag(const char *tag, char *out, size_t size)
 		snprintf(out, size, "%.40s", tag);
 }
 
-static const char *rkind_tag(enum rkind k)
+static const char *rkind_tag(enum diff_yaml_kind k)
 {
 	switch (k) {
-	case RK_NULL:
+	case DIFF_YAML_NULL:
 		return "!!null";
-	case RK_BOOL:
+	case DIFF_YAML_BOOL:
 		return "!!bool";
-	case RK_INT:
-	case RK_UINT:
+	case DIFF_YAML_INT:
+	case DIFF_YAML_UINT:
 		return "!!int";
-	case RK_FLOAT:
+	case DIFF_YAML_FLOAT:
 		return "!!float";
-	case RK_TIMESTAMP:
+	case DIFF_YAML_TIMESTAMP:
 		return "!!timestamp";
-	case RK_STR:
+	case DIFF_YAML_STR:
 		break;
 	}
 	return "!!str";
-}
-
-/* go-yaml v2's resolve table: the first byte hints at the type. */
-static char resolve_hint(unsigned char c)
-{
-	if (c == '+' || c == '-')
-		return 'S';
-	if (c >= '0' && c <= '9')
-		return 'D';
-	if (c == '.')
-		return '.';
-	if (c && strchr("yYnNtTfFoO~", c))
-		return 'M';
-	return 0;
-}
-
-/* go-yaml v2's resolve map: the exact spellings of bools, nulls, .inf. */
-static bool resolve_map(const char *s, size_t n, struct rval *r)
-{
-	static const struct {
-		const char *text;
-		enum rkind kind;
-		int v; /* bool value; float: 1 +inf, -1 -inf, 0 nan */
-	} map[] = {
-		{"y", RK_BOOL, 1},	 {"Y", RK_BOOL, 1},
-		{"yes", RK_BOOL, 1},	 {"Yes", RK_BOOL, 1},
-		{"YES", RK_BOOL, 1},	 {"true", RK_BOOL, 1},
-		{"True", RK_BOOL, 1},	 {"TRUE", RK_BOOL, 1},
-		{"on", RK_BOOL, 1},	 {"On", RK_BOOL, 1},
-		{"ON", RK_BOOL, 1},	 {"n", RK_BOOL, 0},
-		{"N", RK_BOOL, 0},	 {"no", RK_BOOL, 0},
-		{"No", RK_BOOL, 0},	 {"NO", RK_BOOL, 0},
-		{"false", RK_BOOL, 0},	 {"False", RK_BOOL, 0},
-		{"FALSE", RK_BOOL, 0},	 {"off", RK_BOOL, 0},
-		{"Off", RK_BOOL, 0},	 {"OFF", RK_BOOL, 0},
-		{"", RK_NULL, 0},	 {"~", RK_NULL, 0},
-		{"null", RK_NULL, 0},	 {"Null", RK_NULL, 0},
-		{"NULL", RK_NULL, 0},	 {".nan", RK_FLOAT, 0},
-		{".NaN", RK_FLOAT, 0},	 {".NAN", RK_FLOAT, 0},
-		{".inf", RK_FLOAT, 1},	 {".Inf", RK_FLOAT, 1},
-		{".INF", RK_FLOAT, 1},	 {"+.inf", RK_FLOAT, 1},
-		{"+.Inf", RK_FLOAT, 1},	 {"+.INF", RK_FLOAT, 1},
-		{"-.inf", RK_FLOAT, -1}, {"-.Inf", RK_FLOAT, -1},
-		{"-.INF", RK_FLOAT, -1},
-	};
-
-	if (n > 5)
-		return false;
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (strlen(map[i].text) != n || memcmp(map[i].text, s, n))
-			continue;
-		r->kind = map[i].kind;
-		if (r->kind == RK_BOOL)
-			r->b = map[i].v;
-		else if (r->kind == RK_FLOAT)
-			r->f = map[i].v > 0   ? INFINITY
-			       : map[i].v < 0 ? -INFINITY
-					      : NAN;
-		return true;
-	}
-	return false;
-}
-
-/*
- * go-yaml v2's resolve() for an untagged plain scalar (tag_ok: TAG_NONE)
- * or for the text under an explicit !!int/!!float/!!bool/!!null/
- * !!timestamp (timestamps are only tried untagged or for !!timestamp).
- * `scratch` holds the text without underscores.
- */
-static int resolve_plain(struct buf *scratch, const char *s, size_t n,
-			 bool try_timestamp, struct rval *r)
-{
-	char hint = n ? resolve_hint((unsigned char)s[0]) : 'N';
-	const char *p;
-	size_t m;
-	int error;
-
-	r->kind = RK_STR;
-	if (!hint || resolve_map(s, n, r))
-		return 0;
-	if (hint == 'M' || hint == 'N')
-		return 0;
-
-	/* Numbers: the text without any '_' (for '.': as Go's ParseFloat). */
-	if (hint == '.' && !underscore_ok(s, n))
-		return 0;
-	buf_reset(scratch);
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '_')
-			continue;
-		if ((error = buf_addch(scratch, s[i])) < 0)
-			return error;
-	}
-	p = buf_cstr(scratch);
-	m = scratch->len;
-
-	if (hint == '.') {
-		if (yaml_float_syntax(p, m) && parse_float(p, &r->f))
-			r->kind = RK_FLOAT;
-		return 0;
-	}
-	if (try_timestamp && is_timestamp(s, n)) {
-		r->kind = RK_TIMESTAMP;
-		return 0;
-	}
-	if (go_parse_int(p, m, 0, &r->i) == 0) {
-		r->kind = RK_INT;
-	} else if (go_parse_uint(p, m, 0, &r->u) == 0) {
-		r->kind = RK_UINT;
-	} else if (yaml_float_syntax(p, m) && parse_float(p, &r->f)) {
-		r->kind = RK_FLOAT;
-	} else if (m > 2 && p[0] == '0' && p[1] == 'b' &&
-		   go_parse_int(p + 2, m - 2, 2, &r->i) == 0) {
-		/*
-		 * go-yaml v2 retries "0b<digits>" with ParseInt(digits, 2),
-		 * which takes a sign: "0b-101" is -5. (Its "-0b" retry
-		 * accepts nothing that ParseInt(s, 0) did not.)
-		 */
-		r->kind = RK_INT;
-	}
-	/* Anything else is a string, even a float too large, like 1e400. */
-	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1216,26 +810,28 @@ static int node_add(struct yparse *st, json_t *v, size_t nodes, unsigned height,
  * decoder.scalar() does.
  */
 static int scalar_resolve(struct yparse *st, const yaml_event_t *ev,
-			  struct rval *r, const char **text, size_t *len)
+			  struct diff_yaml_scalar *r, const char **text,
+			  size_t *len)
 {
 	const char *s = (const char *)ev->data.scalar.value;
 	size_t n = ev->data.scalar.length;
 	const char *tag = (const char *)ev->data.scalar.tag;
 	const yaml_mark_t *m = &ev->start_mark;
 	enum tag_kind tk = tag_classify(tag);
-	enum rkind want;
+	enum diff_yaml_kind want;
 	char ex[EXCERPT_MAX + 4], stag[48];
 	int error, rc;
 
 	*text = s;
 	*len = n;
-	r->kind = RK_STR;
+	r->kind = DIFF_YAML_STR;
 	switch (tk) {
 	case TAG_NONE:
 		/* Quoted and block scalars are strings. */
 		if (!ev->data.scalar.plain_implicit)
 			return 0;
-		return resolve_plain(&st->scratch, s, n, true, r) < 0
+		return diff_yaml_resolve(r, s, n, DIFF_YAML_TRY_TIMESTAMP,
+					 &st->scratch) < 0
 			       ? fail_nomem(st, m)
 			       : 0;
 	case TAG_BINARY:
@@ -1254,31 +850,32 @@ static int scalar_resolve(struct yparse *st, const yaml_event_t *ev,
 					 "text, which a JSON string must be");
 		return 0;
 	case TAG_INT:
-		want = RK_INT;
+		want = DIFF_YAML_INT;
 		break;
 	case TAG_FLOAT:
-		want = RK_FLOAT;
+		want = DIFF_YAML_FLOAT;
 		break;
 	case TAG_BOOL:
-		want = RK_BOOL;
+		want = DIFF_YAML_BOOL;
 		break;
 	case TAG_NULL:
-		want = RK_NULL;
+		want = DIFF_YAML_NULL;
 		break;
 	case TAG_TIMESTAMP:
-		want = RK_TIMESTAMP;
+		want = DIFF_YAML_TIMESTAMP;
 		break;
 	default:
 		/* !!str, and tags go-yaml cannot resolve: the text as is. */
 		return 0;
 	}
-	if ((error = resolve_plain(&st->scratch, s, n, tk == TAG_TIMESTAMP,
-				   r)) < 0)
+	if ((error = diff_yaml_resolve(
+		     r, s, n, tk == TAG_TIMESTAMP ? DIFF_YAML_TRY_TIMESTAMP : 0,
+		     &st->scratch)) < 0)
 		return fail_nomem(st, m);
-	if (r->kind == RK_UINT && want == RK_INT)
+	if (r->kind == DIFF_YAML_UINT && want == DIFF_YAML_INT)
 		return 0;
-	if (r->kind == RK_INT && want == RK_FLOAT) {
-		r->kind = RK_FLOAT;
+	if (r->kind == DIFF_YAML_INT && want == DIFF_YAML_FLOAT) {
+		r->kind = DIFF_YAML_FLOAT;
 		r->f = (double)r->i;
 		return 0;
 	}
@@ -1291,27 +888,27 @@ static int scalar_resolve(struct yparse *st, const yaml_event_t *ev,
 }
 
 /* A resolved scalar as a JSON value; .inf and .nan are errors. */
-static int rval_json(struct yparse *st, const struct rval *r, const char *s,
-		     size_t n, const char *orig, size_t orig_len,
+static int rval_json(struct yparse *st, const struct diff_yaml_scalar *r,
+		     const char *s, size_t n, const char *orig, size_t orig_len,
 		     const yaml_mark_t *m, json_t **out)
 {
 	char ex[EXCERPT_MAX + 4];
 	json_t *v = NULL;
 
 	switch (r->kind) {
-	case RK_NULL:
+	case DIFF_YAML_NULL:
 		v = json_null();
 		break;
-	case RK_BOOL:
+	case DIFF_YAML_BOOL:
 		v = json_boolean(r->b);
 		break;
-	case RK_INT:
+	case DIFF_YAML_INT:
 		v = json_integer((json_int_t)r->i);
 		break;
-	case RK_UINT:
+	case DIFF_YAML_UINT:
 		v = json_real((double)r->u);
 		break;
-	case RK_FLOAT:
+	case DIFF_YAML_FLOAT:
 		if (isnan(r->f) || isinf(r->f))
 			return fail_mark(
 				st, ERR_PARSE, m,
@@ -1321,8 +918,8 @@ static int rval_json(struct yparse *st, const struct rval *r, const char *s,
 				isnan(r->f) ? "not a number" : "infinity");
 		v = number_json(r->f);
 		break;
-	case RK_STR:
-	case RK_TIMESTAMP:
+	case DIFF_YAML_STR:
+	case DIFF_YAML_TIMESTAMP:
 		if (memchr(s, '\0', n))
 			return fail_mark(st, ERR_PARSE, m,
 					 "string contains a NUL character, "
@@ -1337,28 +934,28 @@ static int rval_json(struct yparse *st, const struct rval *r, const char *s,
 }
 
 /* A resolved scalar as a JSON object key (sigs.k8s.io/yaml's rules). */
-static void rval_key(const struct rval *r, const char *s, size_t n, char *tmp,
-		     size_t size, const char **key, size_t *len)
+static void rval_key(const struct diff_yaml_scalar *r, const char *s, size_t n,
+		     char *tmp, size_t size, const char **key, size_t *len)
 {
 	switch (r->kind) {
-	case RK_STR:
-	case RK_TIMESTAMP:
+	case DIFF_YAML_STR:
+	case DIFF_YAML_TIMESTAMP:
 		*key = s;
 		*len = n;
 		return;
-	case RK_NULL:
+	case DIFF_YAML_NULL:
 		snprintf(tmp, size, "null");
 		break;
-	case RK_BOOL:
+	case DIFF_YAML_BOOL:
 		snprintf(tmp, size, "%s", r->b ? "true" : "false");
 		break;
-	case RK_INT:
+	case DIFF_YAML_INT:
 		snprintf(tmp, size, "%" PRId64, r->i);
 		break;
-	case RK_UINT:
+	case DIFF_YAML_UINT:
 		snprintf(tmp, size, "%" PRIu64, r->u);
 		break;
-	case RK_FLOAT:
+	case DIFF_YAML_FLOAT:
 		format_float_key(r->f, tmp, size);
 		break;
 	}
@@ -1378,7 +975,7 @@ static int on_scalar(struct yparse *st, const yaml_event_t *ev)
 	size_t len, key_len, idx;
 	char tmp[64];
 	json_t *v = NULL;
-	struct rval r;
+	struct diff_yaml_scalar r;
 	int error = 0;
 
 	/* go-yaml's isMerge: "<<" plain and untagged (or "!"), or !!merge. */
@@ -1409,7 +1006,7 @@ static int on_scalar(struct yparse *st, const yaml_event_t *ev)
 		v = NULL; /* node_add took it */
 		goto out;
 	}
-	if (r.kind == RK_NULL) {
+	if (r.kind == DIFF_YAML_NULL) {
 		/* As sigs.k8s.io/yaml: "unsupported map key of type <nil>". */
 		error = fail_mark(st, ERR_PARSE, m,
 				  "a mapping key cannot be null");
