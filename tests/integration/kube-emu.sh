@@ -193,7 +193,72 @@ req GET "$cmp?labelSelector=batch%3Dp&limit=15&continue=$cont"
 n2=$(printf '%s' "$body" | grep -o '"name":"p[0-9]*"' | wc -l)
 expect_eq "$n $n2" "15 5" "limit/continue pages: 15 then 5"
 
-stop_emu "$tok_pid" tok "SIGTERM: clean exit 0"
+# Watch: a stream of one JSON event per line while another client
+# writes. Every curl has --max-time; timeoutSeconds ends the streams.
+# types FILE: the "TYPE name" of each event line, one per line.
+types() {
+	sed -n 's/^{"type":"\([A-Z]*\)","object":{.*"metadata":{"name":"\([^"]*\)".*/\1 \2/p' "$1"
+}
+wcurl() {
+	curl -sN --max-time 5 -H "Authorization: Bearer T" "$@"
+}
+wcurl "$url$cmp?watch=1&timeoutSeconds=2&labelSelector=w%3D1" >"$tmp/w1" &
+wpid=$!
+# The watch is open once its initial (empty) ADDED phase is queued; give
+# curl a moment to connect, bounded.
+sleep 0.5
+req POST $cmp application/json \
+	'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w","labels":{"w":"1"}}}'
+req PATCH $cmp/w application/merge-patch+json '{"data":{"a":"1"}}'
+req DELETE $cmp/w
+wait "$wpid"
+expect_eq "$? $(types "$tmp/w1" | tr '\n' ';')" "0 ADDED w;MODIFIED w;DELETED w;" \
+	"watch: ADDED, MODIFIED, DELETED in order, ended by timeoutSeconds"
+expect_match '^\{"type":"ADDED","object":\{"apiVersion":"v1","kind":"ConfigMap",' \
+	"$(head -n 1 "$tmp/w1")" "watch events carry kind and apiVersion"
+wrv=$(sed -n '1s/.*"resourceVersion":"\([0-9]*\)".*/\1/p' "$tmp/w1")
+wcurl "$url$cmp?watch=true&resourceVersion=$wrv&timeoutSeconds=1&fieldSelector=metadata.name%3Dw" \
+	>"$tmp/w2"
+expect_eq "$(types "$tmp/w2" | tr '\n' ';')" "MODIFIED w;DELETED w;" \
+	"watch from a resourceVersion replays the history after it"
+wcurl "$url/api/v1/configmaps?watch=1&timeoutSeconds=1&labelSelector=batch%3Dp" \
+	>"$tmp/w3"
+expect_eq "$(grep -c '^{"type":"ADDED"' "$tmp/w3")" 20 \
+	"watch across namespaces without resourceVersion: ADDED for all 20"
+# Push the first writes out of the history (1000 events), then ask for rv 1.
+# One curl, 1001 merge patches (a curl config with one block per request).
+for i in $(seq 1001); do
+	printf 'url = "%s%s/p2"\nrequest = "PATCH"\n' "$url" "$cmp"
+	printf 'header = "Content-Type: application/merge-patch+json"\n'
+	printf 'header = "Authorization: Bearer T"\n'
+	printf 'data = "{\\"data\\":{\\"n\\":\\"%s\\"}}"\n' "$i"
+	printf 'output = "/dev/null"\nnext\n'
+done >"$tmp/patch.cfg"
+curl -sS --max-time 60 -K "$tmp/patch.cfg" >/dev/null 2>&1
+wcurl "$url$cmp?watch=1&resourceVersion=1" >"$tmp/w4"
+expect_match '^\{"type":"ERROR","object":\{"kind":"Status","apiVersion":"v1","metadata":\{\},"status":"Failure","message":"too old resource version: 1 \([0-9]+\)","reason":"Expired","code":410\}\}$' \
+	"$(cat "$tmp/w4")" "expired resourceVersion: one ERROR event (410 Expired), stream ends"
+wcurl "$url$cmp?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&fieldSelector=metadata.name%3Dnone" \
+	>"$tmp/w5"
+expect_match '^\{"type":"BOOKMARK","object":\{"kind":"ConfigMap","apiVersion":"v1","metadata":\{"resourceVersion":"[0-9]+"\}\}\}$' \
+	"$(head -n 1 "$tmp/w5")" "allowWatchBookmarks: BOOKMARK events"
+expect_eq "$(grep -vc BOOKMARK "$tmp/w5")" 0 "bookmarks only, for a name that does not exist"
+# A client that goes away, then SIGTERM with a watch still open: both
+# end at once, the emulator exits 0 (ASan: nothing leaked).
+wcurl --max-time 1 "$url$cmp?watch=1" >/dev/null
+wcurl --max-time 20 "$url$cmp?watch=1" >/dev/null &
+wpid=$!
+sleep 0.3
+
+stop_emu "$tok_pid" tok "SIGTERM with an open watch: clean exit 0"
+for i in $(seq 50); do
+	kill -0 "$wpid" 2>/dev/null || break
+	sleep 0.1
+done
+expect_eq "$(kill -0 "$wpid" 2>/dev/null && echo open || echo ended)" ended \
+	"SIGTERM ends open watches"
+kill "$wpid" 2>/dev/null
+wait "$wpid" 2>/dev/null
 
 if ! command -v kubectl >/dev/null 2>&1; then
 	ok "kubectl not installed: kubectl checks skipped"
@@ -261,5 +326,14 @@ expect_match '"fieldsV1":\{"f:data":\{"f:k":\{\}\}\},"manager":"other","operatio
 	"$mf" "managedFields: other owns data.k by Apply"
 expect_eq "$(printf '%s' "$mf" | grep -c '"manager":"kubectl"')" 0 \
 	"managedFields: kubectl lost its only field"
+# kubectl get -w: lists, then watches from the list's resourceVersion.
+timeout 5 kubectl --kubeconfig "$tmp/kc2" --cache-dir "$tmp/kcache" \
+	get cm -w -o name >"$tmp/kw.out" 2>"$tmp/kw.err" &
+kwpid=$!
+sleep 1.5
+k create configmap watched --from-literal=a=b
+wait "$kwpid"
+expect_match 'configmap/watched' "$(cat "$tmp/kw.out")" \
+	"timeout 5 kubectl get cm -w sees a created ConfigMap"
 stop_emu "$pid" open "SIGTERM after kubectl traffic: clean exit 0"
 finish

@@ -163,12 +163,39 @@ struct emu_entry {
 	json_t *obj; /* owned */
 };
 
+/* Events a watch can replay from (?resourceVersion=R). */
+#define EMU_WATCH_HISTORY 1000
+/* Interval of BOOKMARK events with ?allowWatchBookmarks=true, in ms. */
+#define EMU_BOOKMARK_MS 1000
+/* Most bytes queued for one watch; a slower reader loses its stream. */
+#define EMU_WATCH_QUEUE_MAX (16u << 20)
+
+/* One write as watches see it; obj carries kind and apiVersion. */
+struct emu_event {
+	uint64_t rv;
+	const struct emu_resource *res;
+	char *ns;
+	char *name;
+	const char *type; /* "ADDED", "MODIFIED" or "DELETED" */
+	json_t *obj;	  /* owned */
+};
+
+struct emu_watch;
+
 struct emu_store {
 	pthread_mutex_t lock;
+	pthread_cond_t changed; /* signalled on every event and on shutdown */
 	struct emu_entry *items;
 	size_t len;
 	size_t alloc;
 	uint64_t rv; /* last resourceVersion handed out */
+	/* Ring of the last EMU_WATCH_HISTORY events, oldest at hist_first. */
+	struct emu_event *hist;
+	size_t hist_first;
+	size_t hist_len;
+	uint64_t hist_floor; /* rv of the newest event dropped from the ring */
+	struct emu_watch *watches; /* open watches, linked by ->next */
+	bool closing;		   /* emu_store_shutdown() was called */
 };
 
 /* Fill caller storage with the initial namespaces. 0 or -1 (no memory). */
@@ -216,6 +243,51 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 		     const char *ns, const char *name, bool dry_run,
 		     json_t **out);
+
+/* What a watch selects and how its stream behaves. */
+struct emu_watch_options {
+	const char *ns;	    /* NULL: every namespace */
+	const char *labels; /* label selector text, or NULL */
+	const char *fields; /* field selector text, or NULL */
+	const char *rv;	    /* resourceVersion; NULL or "0": send ADDED first */
+	bool bookmarks;
+	unsigned timeout_s; /* 0: none */
+};
+
+/*
+ * Open a watch on `res`. Returns 0 and a new watch in *out (caller owns
+ * it; close with emu_watch_free()), or 400 with a Status in *status when
+ * a selector does not parse. A resourceVersion older than the history
+ * gives a watch whose stream is one ERROR event (Status 410 Expired).
+ */
+int emu_watch_open(struct emu_store *st, const struct emu_resource *res,
+		   const struct emu_watch_options *opts, struct emu_watch **out,
+		   json_t **status);
+
+/*
+ * Wait up to wait_ms for the next events of `w` and append them to `out`,
+ * one JSON line each. 1: something was appended; 0: nothing yet; -1: the
+ * stream has ended (timeout, expired, overflow or shutdown).
+ */
+int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms);
+
+/* Unregister and free a watch; accepts NULL. */
+void emu_watch_free(struct emu_watch *w);
+
+/*
+ * For store.c, with the lock held: record a write of `obj` (borrowed;
+ * its metadata.resourceVersion is the event's) in the history and in
+ * the queue of every watch it matches, and wake the readers.
+ */
+void emu_store_record(struct emu_store *st, const char *type,
+		      const struct emu_resource *res, const char *ns,
+		      const char *name, const json_t *obj);
+
+/* Free the history and the watches' registrations. Lock not held. */
+void emu_store_watch_release(struct emu_store *st);
+
+/* End every open watch promptly (server shutdown). */
+void emu_store_shutdown(struct emu_store *st);
 
 /* Not-found Status for `name` of `res` ("configmaps \"x\" not found"). */
 json_t *emu_status_not_found(const struct emu_resource *res, const char *name);
@@ -300,11 +372,13 @@ struct emu_response {
 	int code;
 	const char *content_type; /* static string */
 	struct buf body;
+	/* Non-NULL: stream this watch after the headers (body unused). */
+	struct emu_watch *watch;
 };
 
-#define EMU_RESPONSE_INIT         \
-	{                         \
-		0, NULL, BUF_INIT \
+#define EMU_RESPONSE_INIT               \
+	{                               \
+		0, NULL, BUF_INIT, NULL \
 	}
 
 struct emu_server {

@@ -644,6 +644,51 @@ out:
 	buf_release(&msg);
 }
 
+static bool query_true(const struct emu_request *req, const char *key)
+{
+	const char *v = query(req, key);
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true"));
+}
+
+/*
+ * GET on a collection with ?watch: open a watch the HTTP layer streams
+ * (resp->watch); a bad selector or timeoutSeconds is a plain Status.
+ */
+static void handle_watch(struct emu_server *srv, const struct emu_request *req,
+			 const struct target *t, struct emu_response *resp)
+{
+	struct emu_watch_options wo = {0};
+	const char *ts = query(req, "timeoutSeconds");
+	unsigned long n = 0;
+	json_t *status = NULL;
+	char *end;
+	int code;
+
+	if (ts && *ts) {
+		n = strtoul(ts, &end, 10);
+		if (*end || *ts == '-' || n > 24ul * 3600) {
+			reply_status(resp, 400, "BadRequest",
+				     "timeoutSeconds: invalid value");
+			return;
+		}
+	}
+	wo.ns = t->ns;
+	wo.labels = query(req, "labelSelector");
+	wo.fields = query(req, "fieldSelector");
+	wo.rv = query(req, "resourceVersion");
+	wo.bookmarks = query_true(req, "allowWatchBookmarks");
+	wo.timeout_s = (unsigned)n;
+	code = emu_watch_open(&srv->store, t->res, &wo, &resp->watch, &status);
+	if (code) {
+		reply_json(resp, code, status);
+		return;
+	}
+	resp->code = 200;
+	resp->content_type = "application/json";
+	buf_reset(&resp->body);
+}
+
 static void handle_resource(struct emu_server *srv,
 			    const struct emu_request *req,
 			    const struct target *t, struct emu_response *resp)
@@ -666,9 +711,7 @@ static void handle_resource(struct emu_server *srv,
 			if (query(req, "watch") &&
 			    strcmp(query(req, "watch"), "false") &&
 			    strcmp(query(req, "watch"), "0")) {
-				reply_status(resp, 405, "MethodNotAllowed",
-					     "watch is not supported by "
-					     "kube-emu yet");
+				handle_watch(srv, req, t, resp);
 				goto out;
 			}
 			if (emu_selector_parse(&sel,

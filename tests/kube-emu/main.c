@@ -10,12 +10,17 @@
 #include <errno.h>
 #include <getopt.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "tests/kube-emu/emu.h"
+
+/* How long a watch's reader waits before checking its client, in ms. */
+#define WATCH_POLL_MS 200
 
 /* Per-request state kept across libmicrohttpd's callbacks. */
 struct conn_state {
@@ -49,6 +54,101 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind,
 	q->items[q->len].value = value;
 	q->len++;
 	return MHD_YES;
+}
+
+/* A watch being streamed: its lines not yet handed to libmicrohttpd. */
+struct watch_stream {
+	struct emu_watch *watch;
+	struct MHD_Connection *conn;
+	struct buf pending;
+	size_t off;
+};
+
+/* Has the client closed its end? (A watch only writes on events.) */
+static bool client_gone(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p;
+	char c;
+
+	if (!ci)
+		return false;
+	p.fd = ci->connect_fd;
+	p.events = POLLIN | POLLRDHUP;
+	p.revents = 0;
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return true;
+	return recv(p.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/*
+ * libmicrohttpd's content reader (one thread per connection, so it may
+ * block): hand out queued lines, wait for more in WATCH_POLL_MS slices,
+ * end the stream when the watch ends or the client went away.
+ */
+static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct watch_stream *ws = cls;
+	size_t n;
+	int r;
+
+	(void)pos;
+	while (ws->off == ws->pending.len) {
+		buf_reset(&ws->pending);
+		ws->off = 0;
+		r = emu_watch_next(ws->watch, &ws->pending, WATCH_POLL_MS);
+		if (r < 0 && !ws->pending.len)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (r == 0 && client_gone(ws->conn))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	n = ws->pending.len - ws->off;
+	if (n > max)
+		n = max;
+	memcpy(out, ws->pending.ptr + ws->off, n);
+	ws->off += n;
+	return (ssize_t)n;
+}
+
+/* Called by libmicrohttpd when the response goes: also on disconnect. */
+static void watch_stream_free(void *cls)
+{
+	struct watch_stream *ws = cls;
+
+	emu_watch_free(ws->watch);
+	buf_release(&ws->pending);
+	free(ws);
+}
+
+/* Queue the streaming response of a watch; takes resp->watch. */
+static enum MHD_Result queue_watch(struct MHD_Connection *conn,
+				   struct emu_response *resp)
+{
+	struct watch_stream *ws = calloc(1, sizeof(*ws));
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!ws) {
+		emu_watch_free(resp->watch);
+		return MHD_NO;
+	}
+	ws->watch = resp->watch;
+	ws->conn = conn;
+	buf_init(&ws->pending, 0);
+	r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, 64 * 1024, watch_read, ws, watch_stream_free);
+	if (!r) {
+		watch_stream_free(ws);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"application/json");
+	ret = MHD_queue_response(conn, (unsigned)resp->code, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -99,6 +199,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	req.body_too_large = cs->too_large;
 	emu_handle(srv, &req, &resp);
 	free(q.items);
+	if (resp.watch) {
+		buf_release(&resp.body);
+		return queue_watch(conn, &resp);
+	}
 	r = MHD_create_response_from_buffer(resp.body.len,
 					    (void *)buf_cstr(&resp.body),
 					    MHD_RESPMEM_MUST_COPY);
@@ -271,6 +375,9 @@ int main(int argc, char **argv)
 		goto out;
 	rc = 0;
 out:
+	/* Open watches end first, so that stopping does not wait on them. */
+	if (store_ok)
+		emu_store_shutdown(&srv.store);
 	if (d)
 		MHD_stop_daemon(d);
 	if (store_ok)

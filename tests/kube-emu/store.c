@@ -104,8 +104,21 @@ static int insert(struct emu_store *st, const struct emu_resource *res,
 	return 0;
 }
 
+/*
+ * Remove an entry; its DELETED event gets a resourceVersion of its own,
+ * as the deletion is a write in etcd. Lock held.
+ */
 static void remove_at(struct emu_store *st, size_t i)
 {
+	struct emu_entry *e = &st->items[i];
+	json_t *gone = json_deep_copy(e->obj);
+
+	++st->rv;
+	if (gone) {
+		set_rv(json_object_get(gone, "metadata"), st->rv);
+		emu_store_record(st, "DELETED", e->res, e->ns, e->name, gone);
+	}
+	json_decref(gone);
 	entry_release(&st->items[i]);
 	st->items[i] = st->items[--st->len];
 }
@@ -150,6 +163,7 @@ int emu_store_init(struct emu_store *st)
 
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->changed, NULL);
 	for (ns = initial_namespaces; *ns; ns++) {
 		in = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1",
 			       "kind", "Namespace", "metadata", "name", *ns);
@@ -174,6 +188,8 @@ void emu_store_release(struct emu_store *st)
 	free(st->items);
 	st->items = NULL;
 	st->len = st->alloc = 0;
+	emu_store_watch_release(st);
+	pthread_cond_destroy(&st->changed);
 	pthread_mutex_destroy(&st->lock);
 }
 
@@ -456,6 +472,7 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 			code = 500;
 			goto out;
 		}
+		emu_store_record(st, "ADDED", res, ns, name.ptr, obj);
 	}
 	*out = json_incref(obj);
 out:
@@ -579,6 +596,7 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 		set_rv(meta, ++st->rv);
 		json_decref(st->items[i].obj);
 		st->items[i].obj = json_incref(obj);
+		emu_store_record(st, "MODIFIED", res, ns, name, obj);
 	}
 	*out = json_incref(obj);
 out:
@@ -646,7 +664,6 @@ int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 			    !strcmp(st->items[j].ns, name))
 				remove_at(st, j);
 	}
-	st->rv++;
 out:
 	pthread_mutex_unlock(&st->lock);
 	buf_release(&msg);

@@ -1,0 +1,359 @@
+/*
+ * Watches: a bounded history of events (the last EMU_WATCH_HISTORY
+ * writes) to replay from a resourceVersion, and one queue of JSON lines
+ * per open watch, fed by the writers under the store's mutex and read by
+ * the HTTP layer, which waits on the store's condition variable.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/kube-emu/emu.h"
+
+struct emu_watch {
+	struct emu_store *st;
+	struct emu_watch *next;
+	const struct emu_resource *res;
+	char *ns; /* NULL: every namespace */
+	struct emu_selector labels;
+	struct emu_field_selector fields;
+	struct buf queue; /* pending lines, capped at EMU_WATCH_QUEUE_MAX */
+	bool ended;	  /* no more events: the queue drains, then -1 */
+	bool bookmarks;
+	struct timespec next_bookmark;
+	struct timespec deadline; /* tv_sec 0: none */
+};
+
+static void ts_add_ms(struct timespec *t, long ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
+	}
+}
+
+static bool ts_reached(const struct timespec *now, const struct timespec *t)
+{
+	return now->tv_sec > t->tv_sec ||
+	       (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+static const struct timespec *ts_min(const struct timespec *a,
+				     const struct timespec *b)
+{
+	return ts_reached(a, b) ? b : a;
+}
+
+static bool field_ok(const char *want, bool negated, const char *have)
+{
+	if (!want)
+		return true;
+	return negated ? strcmp(want, have) != 0 : strcmp(want, have) == 0;
+}
+
+static bool matches(const struct emu_watch *w, const struct emu_resource *res,
+		    const char *ns, const char *name, const json_t *obj)
+{
+	if (res != w->res || (w->ns && strcmp(w->ns, ns)))
+		return false;
+	if (!field_ok(w->fields.name, w->fields.name_negated, name) ||
+	    !field_ok(w->fields.ns, w->fields.ns_negated, ns))
+		return false;
+	return emu_selector_matches(
+		&w->labels,
+		json_object_get(json_object_get(obj, "metadata"), "labels"));
+}
+
+/* Queue one event line; a full queue ends the watch. Lock held. */
+static void enqueue(struct emu_watch *w, const char *type, const json_t *obj)
+{
+	json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
+	char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+
+	if (!s || buf_adds(&w->queue, s) < 0 || buf_addch(&w->queue, '\n') < 0)
+		w->ended = true;
+	free(s);
+	json_decref(ev);
+}
+
+/* A copy of obj with kind and apiVersion, as events carry them. */
+static json_t *event_object(const struct emu_resource *res, const json_t *obj)
+{
+	struct buf av = BUF_INIT;
+	json_t *o = json_deep_copy(obj);
+
+	emu_resource_api_version(res, &av);
+	if (o) {
+		json_object_set_new(o, "kind", json_string(res->kind));
+		json_object_set_new(o, "apiVersion",
+				    json_string(buf_cstr(&av)));
+	}
+	buf_release(&av);
+	return o;
+}
+
+static void event_release(struct emu_event *e)
+{
+	free(e->ns);
+	free(e->name);
+	json_decref(e->obj);
+	memset(e, 0, sizeof(*e));
+}
+
+void emu_store_record(struct emu_store *st, const char *type,
+		      const struct emu_resource *res, const char *ns,
+		      const char *name, const json_t *obj)
+{
+	const char *rvs = json_string_value(json_object_get(
+		json_object_get(obj, "metadata"), "resourceVersion"));
+	struct emu_event *e;
+	struct emu_watch *w;
+	json_t *o = event_object(res, obj);
+
+	if (!o)
+		return;
+	if (!st->hist)
+		st->hist = calloc(EMU_WATCH_HISTORY, sizeof(*st->hist));
+	if (st->hist) {
+		if (st->hist_len == EMU_WATCH_HISTORY) {
+			e = &st->hist[st->hist_first];
+			st->hist_floor = e->rv;
+			event_release(e);
+			st->hist_first =
+				(st->hist_first + 1) % EMU_WATCH_HISTORY;
+			st->hist_len--;
+		}
+		e = &st->hist[(st->hist_first + st->hist_len) %
+			      EMU_WATCH_HISTORY];
+		e->rv = rvs ? strtoull(rvs, NULL, 10) : st->rv;
+		e->res = res;
+		e->ns = strdup(ns);
+		e->name = strdup(name);
+		e->type = type;
+		e->obj = json_incref(o);
+		if (e->ns && e->name)
+			st->hist_len++;
+		else
+			event_release(e);
+	}
+	for (w = st->watches; w; w = w->next)
+		if (!w->ended && matches(w, res, ns, name, o))
+			enqueue(w, type, o);
+	json_decref(o);
+	pthread_cond_broadcast(&st->changed);
+}
+
+/* The 410 the API server sends for a compacted resourceVersion. */
+static void expire(struct emu_watch *w, uint64_t rv, uint64_t oldest)
+{
+	struct buf msg = BUF_INIT;
+	json_t *status;
+
+	buf_addf(&msg, "too old resource version: %llu (%llu)",
+		 (unsigned long long)rv, (unsigned long long)oldest);
+	status = emu_status_new(410, "Expired", buf_cstr(&msg), NULL, NULL,
+				NULL);
+	enqueue(w, "ERROR", status);
+	json_decref(status);
+	buf_release(&msg);
+	w->ended = true;
+}
+
+/* Queue what a new watch sees first. Lock held. */
+static void start(struct emu_watch *w, const char *rvs)
+{
+	struct emu_store *st = w->st;
+	const struct emu_event *e;
+	json_t *o;
+	uint64_t rv;
+	size_t i;
+	char *end;
+
+	if (!rvs || !*rvs || !strcmp(rvs, "0")) {
+		for (i = 0; i < st->len; i++) {
+			const struct emu_entry *en = &st->items[i];
+
+			if (!matches(w, en->res, en->ns, en->name, en->obj))
+				continue;
+			o = event_object(en->res, en->obj);
+			if (o)
+				enqueue(w, "ADDED", o);
+			json_decref(o);
+		}
+		return;
+	}
+	errno = 0;
+	rv = strtoull(rvs, &end, 10);
+	if (*end || errno || *rvs == '-' || rv < st->hist_floor) {
+		expire(w, *end || errno ? 0 : rv,
+		       st->hist_len ? st->hist[st->hist_first].rv : st->rv + 1);
+		return;
+	}
+	for (i = 0; i < st->hist_len; i++) {
+		e = &st->hist[(st->hist_first + i) % EMU_WATCH_HISTORY];
+		if (e->rv > rv && matches(w, e->res, e->ns, e->name, e->obj))
+			enqueue(w, e->type, e->obj);
+	}
+}
+
+int emu_watch_open(struct emu_store *st, const struct emu_resource *res,
+		   const struct emu_watch_options *opts, struct emu_watch **out,
+		   json_t **status)
+{
+	struct buf msg = BUF_INIT;
+	struct emu_watch *w = calloc(1, sizeof(*w));
+	int code = 0;
+
+	*out = NULL;
+	*status = NULL;
+	if (!w || (opts->ns && !(w->ns = strdup(opts->ns)))) {
+		*status = emu_status_new(500, "InternalError", "out of memory",
+					 NULL, NULL, NULL);
+		code = 500;
+		goto out;
+	}
+	w->st = st;
+	w->res = res;
+	w->bookmarks = opts->bookmarks;
+	buf_init(&w->queue, EMU_WATCH_QUEUE_MAX);
+	if (emu_selector_parse(&w->labels, opts->labels, &msg) < 0 ||
+	    emu_field_selector_parse(&w->fields, opts->fields, &msg) < 0) {
+		*status = emu_status_new(400, "BadRequest", buf_cstr(&msg),
+					 NULL, NULL, NULL);
+		code = 400;
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &w->next_bookmark);
+	w->deadline = w->next_bookmark;
+	ts_add_ms(&w->next_bookmark, EMU_BOOKMARK_MS);
+	if (opts->timeout_s)
+		ts_add_ms(&w->deadline, (long)opts->timeout_s * 1000);
+	else
+		w->deadline.tv_sec = 0;
+	pthread_mutex_lock(&st->lock);
+	start(w, opts->rv);
+	if (st->closing)
+		w->ended = true;
+	w->next = st->watches;
+	st->watches = w;
+	pthread_mutex_unlock(&st->lock);
+	*out = w;
+	w = NULL;
+out:
+	if (w) {
+		emu_selector_release(&w->labels);
+		emu_field_selector_release(&w->fields);
+		buf_release(&w->queue);
+		free(w->ns);
+		free(w);
+	}
+	buf_release(&msg);
+	return code;
+}
+
+/* A BOOKMARK line at the store's current resourceVersion. Lock held. */
+static void bookmark(struct emu_watch *w)
+{
+	struct buf av = BUF_INIT;
+	char rv[24];
+	json_t *o;
+
+	emu_resource_api_version(w->res, &av);
+	snprintf(rv, sizeof(rv), "%llu", (unsigned long long)w->st->rv);
+	o = json_pack("{s:s, s:s, s:{s:s}}", "kind", w->res->kind, "apiVersion",
+		      buf_cstr(&av), "metadata", "resourceVersion", rv);
+	if (o)
+		enqueue(w, "BOOKMARK", o);
+	json_decref(o);
+	buf_release(&av);
+}
+
+int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms)
+{
+	struct emu_store *st = w->st;
+	struct timespec now, until;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	ts_add_ms(&until, wait_ms);
+	pthread_mutex_lock(&st->lock);
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (st->closing)
+			w->ended = true;
+		if (w->deadline.tv_sec && ts_reached(&now, &w->deadline))
+			w->ended = true;
+		if (!w->ended && w->bookmarks &&
+		    ts_reached(&now, &w->next_bookmark)) {
+			bookmark(w);
+			w->next_bookmark = now;
+			ts_add_ms(&w->next_bookmark, EMU_BOOKMARK_MS);
+		}
+		if (w->queue.len) {
+			ret = buf_add(out, w->queue.ptr, w->queue.len) < 0 ? -1
+									   : 1;
+			buf_reset(&w->queue);
+			break;
+		}
+		if (w->ended) {
+			ret = -1;
+			break;
+		}
+		if (ts_reached(&now, &until))
+			break;
+		if (w->bookmarks)
+			until = *ts_min(&until, &w->next_bookmark);
+		if (w->deadline.tv_sec)
+			until = *ts_min(&until, &w->deadline);
+		pthread_cond_timedwait(&st->changed, &st->lock, &until);
+	}
+	pthread_mutex_unlock(&st->lock);
+	return ret;
+}
+
+void emu_watch_free(struct emu_watch *w)
+{
+	struct emu_watch **p;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->st->lock);
+	for (p = &w->st->watches; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->st->lock);
+	emu_selector_release(&w->labels);
+	emu_field_selector_release(&w->fields);
+	buf_release(&w->queue);
+	free(w->ns);
+	free(w);
+}
+
+void emu_store_shutdown(struct emu_store *st)
+{
+	pthread_mutex_lock(&st->lock);
+	st->closing = true;
+	pthread_cond_broadcast(&st->changed);
+	pthread_mutex_unlock(&st->lock);
+}
+
+void emu_store_watch_release(struct emu_store *st)
+{
+	size_t i;
+
+	if (st->hist)
+		for (i = 0; i < st->hist_len; i++)
+			event_release(&st->hist[(st->hist_first + i) %
+						EMU_WATCH_HISTORY]);
+	free(st->hist);
+	st->hist = NULL;
+	st->hist_len = st->hist_first = 0;
+	st->watches = NULL;
+}
