@@ -187,6 +187,43 @@ out:
 }
 
 /*
+ * Decode a patch body (apply or merge patch; YAML or JSON) into one
+ * object. On failure fills resp with "<prefix>: <cause>" (or `not_one`
+ * as the cause when the body is not exactly one object) and returns NULL.
+ * Caller owns the result.
+ */
+static json_t *decode_patch(const struct emu_request *req, const char *name,
+			    const char *prefix, const char *not_one,
+			    struct emu_response *resp)
+{
+	struct render_docs docs = RENDER_DOCS_INIT;
+	struct err err = ERR_INIT;
+	struct buf msg = BUF_INIT;
+	json_t *obj = NULL;
+
+	if (req->body_too_large) {
+		buf_addf(&msg, "Request entity too large: limit is %u",
+			 EMU_MAX_BODY);
+		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		goto out;
+	}
+	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
+			 name, &err) < 0 ||
+	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
+		buf_addf(&msg, "%s: %s", prefix,
+			 err_count(&err) ? err_first(&err) : not_one);
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	obj = json_incref(docs.items[0].value);
+out:
+	render_docs_release(&docs);
+	err_release(&err);
+	buf_release(&msg);
+	return obj;
+}
+
+/*
  * Check the body's apiVersion/kind against the URL, and its namespace
  * and name. 0 when fine; otherwise fills resp and returns -1.
  */
@@ -499,11 +536,9 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 			 const struct target *t, bool dry,
 			 struct emu_response *resp)
 {
-	struct render_docs docs = RENDER_DOCS_INIT;
-	struct err err = ERR_INIT;
 	struct buf msg = BUF_INIT, av = BUF_INIT;
 	const char *mgr = query(req, "fieldManager"), *f = query(req, "force");
-	json_t *obj = NULL, *out = NULL, *st;
+	json_t *body = NULL, *obj = NULL, *out = NULL, *st;
 	bool force = f && (!strcmp(f, "true") || !strcmp(f, "1"));
 	bool raced;
 	int code, attempt;
@@ -530,26 +565,13 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 			     "not to /status or /scale");
 		goto out;
 	}
-	if (req->body_too_large) {
-		buf_addf(&msg, "Request entity too large: limit is %u",
-			 EMU_MAX_BODY);
-		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+	if (!(body = decode_patch(req, "body", "error decoding YAML",
+				  "the body must be one object", resp)))
 		goto out;
-	}
-	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
-			 "body", &err) < 0 ||
-	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
-		buf_addf(&msg, "error decoding YAML: %s",
-			 err_count(&err) ? err_first(&err)
-					 : "the body must be one object");
-		reply_status(resp, 400, "BadRequest", msg.ptr);
-		goto out;
-	}
 	emu_resource_api_version(t->res, &av);
-	if (check_identity(t, docs.items[0].value, av.ptr, t->res->kind, resp) <
-	    0)
+	if (check_identity(t, body, av.ptr, t->res->kind, resp) < 0)
 		goto out;
-	if (!(obj = json_deep_copy(docs.items[0].value))) {
+	if (!(obj = json_deep_copy(body))) {
 		reply_status(resp, 500, "InternalError", "out of memory");
 		goto out;
 	}
@@ -564,8 +586,7 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 	reply_json(resp, code, out);
 out:
 	json_decref(obj);
-	render_docs_release(&docs);
-	err_release(&err);
+	json_decref(body);
 	buf_release(&msg);
 	buf_release(&av);
 }
@@ -574,10 +595,8 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 			 const struct target *t, bool dry,
 			 struct emu_response *resp)
 {
-	struct render_docs docs = RENDER_DOCS_INIT;
-	struct err err = ERR_INIT;
 	struct buf msg = BUF_INIT, mgr = BUF_INIT;
-	json_t *out = NULL;
+	json_t *patch = NULL, *out = NULL;
 	bool smp, pinned;
 	int code, attempt;
 
@@ -597,22 +616,10 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
 		goto out;
 	}
-	if (req->body_too_large) {
-		buf_addf(&msg, "Request entity too large: limit is %u",
-			 EMU_MAX_BODY);
-		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+	if (!(patch = decode_patch(req, "patch", "error decoding patch",
+				   "the patch must be one object", resp)))
 		goto out;
-	}
-	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
-			 "patch", &err) < 0 ||
-	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
-		buf_addf(&msg, "error decoding patch: %s",
-			 err_count(&err) ? err_first(&err)
-					 : "the patch must be one object");
-		reply_status(resp, 400, "BadRequest", msg.ptr);
-		goto out;
-	}
-	if (smp && !smp_is_merge_patch(docs.items[0].value)) {
+	if (smp && !smp_is_merge_patch(patch)) {
 		reply_status(resp, 415, "UnsupportedMediaType",
 			     "kube-emu applies a strategic merge patch only "
 			     "when it holds no list and no $ directive; send "
@@ -625,12 +632,10 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 	 * a write racing with ours is retried, as the API server does,
 	 * instead of failing with a Conflict.
 	 */
-	pinned = json_object_get(
-			 json_object_get(docs.items[0].value, "metadata"),
-			 "resourceVersion") != NULL;
+	pinned = json_object_get(json_object_get(patch, "metadata"),
+				 "resourceVersion") != NULL;
 	for (attempt = 0;; attempt++) {
-		code = patch_once(srv, t, docs.items[0].value, mgr.ptr, dry,
-				  &out);
+		code = patch_once(srv, t, patch, mgr.ptr, dry, &out);
 		if (code != 409 || pinned || attempt == 5)
 			break;
 		json_decref(out);
@@ -639,8 +644,7 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 	reply_json(resp, code, out);
 out:
 	buf_release(&mgr);
-	render_docs_release(&docs);
-	err_release(&err);
+	json_decref(patch);
 	buf_release(&msg);
 }
 
