@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include "tests/helpers/cases.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,26 +190,9 @@ static int skip_dots(const struct dirent *d)
 	return d->d_name[0] != '.' && strcmp(d->d_name, "README.md");
 }
 
-struct case_param {
-	char name[256];
-};
-
 ParameterizedTestParameters(diff_cases, each)
 {
-	struct dirent **names;
-	struct case_param *params;
-	int n = scandir(CASES, &names, skip_dots, alphasort);
-
-	if (n <= 0)
-		return cr_make_param_array(struct case_param, NULL, 0, NULL);
-	params = cr_malloc(sizeof(*params) * (size_t)n);
-	for (int i = 0; i < n; i++) {
-		snprintf(params[i].name, sizeof(params[i].name), "%s",
-			 names[i]->d_name);
-		free(names[i]);
-	}
-	free(names);
-	return cr_make_param_array(struct case_param, params, (size_t)n, NULL);
+	return case_dirs(CASES, skip_dots);
 }
 
 ParameterizedTest(struct case_param *p, diff_cases, each)

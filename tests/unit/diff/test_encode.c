@@ -8,6 +8,7 @@
  * MarshalIndent's). See tests/cases/encode/README.md.
  */
 #include <criterion/criterion.h>
+#include "tests/helpers/cases.h"
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -132,26 +133,9 @@ static int case_filter(const struct dirent *d)
 	return is_case_dir(d);
 }
 
-struct case_param {
-	char name[256];
-};
-
 static struct criterion_test_params case_params(void)
 {
-	struct dirent **names;
-	struct case_param *params;
-	int n = scandir(CASES, &names, case_filter, alphasort);
-
-	if (n <= 0)
-		return cr_make_param_array(struct case_param, NULL, 0, NULL);
-	params = cr_malloc(sizeof(*params) * (size_t)n);
-	for (int i = 0; i < n; i++) {
-		snprintf(params[i].name, sizeof(params[i].name), "%s",
-			 names[i]->d_name);
-		free(names[i]);
-	}
-	free(names);
-	return cr_make_param_array(struct case_param, params, (size_t)n, NULL);
+	return case_dirs(CASES, case_filter);
 }
 
 ParameterizedTestParameters(encode_cases, yaml)
