@@ -83,9 +83,8 @@ static bool selected(const struct walk *w, const char *rel)
 	return true;
 }
 
-/* Read a whole file, refusing more than `max` bytes. Caller frees *out. */
-static int read_file(const char *path, const char *rel, size_t max,
-		     struct buf *out, struct err *err)
+int render_read_file(struct buf *out, const char *path, const char *rel,
+		     size_t max, struct err *err)
 {
 	struct stat st;
 	int fd, error = 0;
@@ -186,7 +185,8 @@ static void render_file(struct walk *w, const char *path, const char *rel)
 	struct buf origin = BUF_INIT;
 	int error;
 
-	if ((error = read_file(path, rel, w->max_file_size, &data, w->err)) < 0) {
+	if ((error = render_read_file(&data, path, rel, w->max_file_size,
+				     w->err)) < 0) {
 		walk_fail(w, error);
 		return;
 	}

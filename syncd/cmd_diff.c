@@ -2,7 +2,6 @@
  * syncd diff PATH --live FILE|DIR: compare rendered objects with live
  * objects read from files (as `kubectl get -o json|yaml` writes them).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,21 +101,12 @@ static int load_ignore_rules(struct diff_ignore_rule *rules, size_t *nrules,
 	struct render_docs docs = RENDER_DOCS_INIT;
 	struct buf data = BUF_INIT, where = BUF_INIT;
 	const json_t *rule;
-	FILE *f = fopen(path, "r");
-	char chunk[4096];
-	size_t n, i;
-	int error = 0;
+	size_t i;
+	int error;
 
 	*doc = NULL;
-	if (!f)
-		return err_set(err, ERR_IO, "%s: %s", path, strerror(errno));
-	buf_init(&data, 1u << 20);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_add(&data, chunk, n) < 0) {
-			error = err_set(err, ERR_LIMIT, "%s: larger than 1 MiB",
-					path);
-			goto out;
-		}
+	if ((error = render_read_file(&data, path, path, 1u << 20, err)) < 0)
+		return error;
 	if ((error = render_parse(&docs, buf_cstr(&data), data.len, path,
 				  err)) < 0)
 		goto out;
@@ -184,7 +174,6 @@ static int load_ignore_rules(struct diff_ignore_rule *rules, size_t *nrules,
 		}
 	}
 out:
-	fclose(f);
 	render_docs_release(&docs);
 	buf_release(&data);
 	buf_release(&where);
