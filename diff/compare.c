@@ -481,6 +481,18 @@ static bool owns(const struct diff_fieldset *set, const struct diff_pe *pe,
 	return false;
 }
 
+static void owners_free(struct diff_owner *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(o[i].manager);
+		free(o[i].operation);
+		free(o[i].subresource);
+		free(o[i].api_version);
+		free(o[i].time);
+	}
+	free(o);
+}
+
 static int add_owner(struct diff_field *f, const struct manager *m)
 {
 	struct diff_owner *o = realloc(f->owners, (f->nowners + 1) * sizeof(*o));
@@ -576,14 +588,7 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 	free(atomic);
 	if (ignored) {
 		rep->nignored++;
-		for (size_t i = 0; i < f.nowners; i++) {
-			free(f.owners[i].manager);
-			free(f.owners[i].operation);
-			free(f.owners[i].subresource);
-			free(f.owners[i].api_version);
-			free(f.owners[i].time);
-		}
-		free(f.owners);
+		owners_free(f.owners, f.nowners);
 		return change == DIFF_REMOVED ? 0 : drop_path(c, pe, len);
 	}
 	f.change = change;
@@ -614,14 +619,7 @@ nomem:
 	free(f.path);
 	json_decref(f.desired);
 	json_decref(f.live);
-	for (size_t i = 0; i < f.nowners; i++) {
-		free(f.owners[i].manager);
-		free(f.owners[i].operation);
-		free(f.owners[i].subresource);
-		free(f.owners[i].api_version);
-		free(f.owners[i].time);
-	}
-	free(f.owners);
+	owners_free(f.owners, f.nowners);
 	return oom(c);
 }
 
@@ -1427,14 +1425,7 @@ void diff_object_report_release(struct diff_object_report *rep)
 		free(f->path);
 		json_decref(f->desired);
 		json_decref(f->live);
-		for (size_t j = 0; j < f->nowners; j++) {
-			free(f->owners[j].manager);
-			free(f->owners[j].operation);
-			free(f->owners[j].subresource);
-			free(f->owners[j].api_version);
-			free(f->owners[j].time);
-		}
-		free(f->owners);
+		owners_free(f->owners, f->nowners);
 	}
 	free(rep->fields);
 	for (size_t i = 0; i < rep->nwarnings; i++)
