@@ -581,6 +581,14 @@ int diff_report_to_text(const struct diff_report *report, bool color,
  * quoted only when they would otherwise read back as another type or are
  * not plain-safe, multi-line strings as literal blocks). Appends to `out`.
  */
+/*
+ * Decode one UTF-8 character of s[0..n) (n > 0) as Go's utf8.DecodeRune
+ * does: returns its length and sets *cp; an invalid or short sequence
+ * (overlong, surrogate, above U+10FFFF) gives U+FFFD with length 1, which
+ * a valid character starting at a byte >= 0x80 never has.
+ */
+size_t diff_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
 int diff_json_dump(const json_t *json, int indent, struct buf *out);
 int diff_yaml_dump(const json_t *json, struct buf *out);
 

@@ -80,7 +80,7 @@ static bool is_digit(int c)
  * Decode one character as Go's utf8.DecodeRune does: an invalid or short
  * sequence (overlong, surrogate, above U+10FFFF) yields U+FFFD and size 1.
  */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+size_t diff_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
 	unsigned char c = s[0];
 	unsigned char lo = 0x80, hi = 0xBF;
@@ -139,7 +139,7 @@ static const char *utf8_sanitize(const char *s, size_t *n, struct buf *tmp)
 
 	buf_reset(tmp);
 	while (i < *n) {
-		w = utf8_decode(u + i, *n - i, &cp);
+		w = diff_utf8_decode(u + i, *n - i, &cp);
 		if (cp == 0xFFFD && w == 1) {
 			if (buf_add(tmp, "\xEF\xBF\xBD", 3) < 0)
 				return NULL;
@@ -299,7 +299,7 @@ static size_t utf8_prev(const unsigned char *s, size_t i)
 
 	while (j > 0 && i - j < 4 && (s[j] & 0xC0) == 0x80)
 		j--;
-	return j + utf8_decode(s + j, i - j, &cp) == i ? j : i - 1;
+	return j + diff_utf8_decode(s + j, i - j, &cp) == i ? j : i - 1;
 }
 
 /* int64 arithmetic that wraps like Go's. */
@@ -328,8 +328,8 @@ static bool key_less_yaml(const struct okey *ka, const struct okey *kb)
 			ib++;
 			continue;
 		}
-		wa = utf8_decode(a + ia, an_ - ia, &ca);
-		wb = utf8_decode(b + ib, bn_ - ib, &cb);
+		wa = diff_utf8_decode(a + ia, an_ - ia, &ca);
+		wb = diff_utf8_decode(b + ib, bn_ - ib, &cb);
 		if (ca == cb) {
 			ia += wa;
 			ib += wb;
@@ -348,7 +348,7 @@ static bool key_less_yaml(const struct okey *ka, const struct okey *kb)
 			j = ia;
 			while (j > 0) {
 				j = utf8_prev(a, j);
-				utf8_decode(a + j, an_ - j, &c);
+				diff_utf8_decode(a + j, an_ - j, &c);
 				if (!go_is_digit(c))
 					break;
 				if (c != '0') {
@@ -359,13 +359,13 @@ static bool key_less_yaml(const struct okey *ka, const struct okey *kb)
 			}
 		}
 		for (k = ia, runa = 0; k < an_; k += wa, runa++) {
-			wa = utf8_decode(a + k, an_ - k, &c);
+			wa = diff_utf8_decode(a + k, an_ - k, &c);
 			if (!go_is_digit(c))
 				break;
 			an = an * 10 + (uint64_t)(int64_t)((int32_t)c - '0');
 		}
 		for (k = ib, runb = 0; k < bn_; k += wb, runb++) {
-			wb = utf8_decode(b + k, bn_ - k, &c);
+			wb = diff_utf8_decode(b + k, bn_ - k, &c);
 			if (!go_is_digit(c))
 				break;
 			bn = bn * 10 + (uint64_t)(int64_t)((int32_t)c - '0');
@@ -749,7 +749,7 @@ static void j_string(struct jenc *e, const char *str, size_t n,
 			start = ++i;
 			continue;
 		}
-		w = utf8_decode(s + i, n - i, &cp);
+		w = diff_utf8_decode(s + i, n - i, &cp);
 		if ((cp == 0xFFFD && w == 1) || cp == 0x2028 || cp == 0x2029) {
 			j_add(e, str + start, i - start);
 			if (w == 1)
@@ -1105,7 +1105,7 @@ static void yaml_emitter_analyze_scalar(struct yscalar *a,
 		if (v[i] >= 0x80) {
 			uint32_t cp;
 
-			if (utf8_decode(v + i, n - i, &cp) == 1) {
+			if (diff_utf8_decode(v + i, n - i, &cp) == 1) {
 				/* the caller sanitizes and asks again */
 				a->invalid = true;
 				return;

@@ -352,42 +352,14 @@ static int go_base64(const char *s, size_t n, struct buf *out)
 static bool utf8_valid(const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
+	uint32_t cp;
 
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t need;
-		unsigned char lo = 0x80, hi = 0xBF;
+	for (size_t i = 0; i < n;) {
+		size_t w = s[i] < 0x80 ? 1 : diff_utf8_decode(s + i, n - i, &cp);
 
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF) {
-			need = 1;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		} else {
+		if (s[i] >= 0x80 && w == 1)
 			return false;
-		}
-		if (n - i - 1 < need)
-			return false;
-		if (s[i + 1] < lo || s[i + 1] > hi)
-			return false;
-		for (size_t k = 2; k <= need; k++)
-			if ((s[i + k] & 0xC0) != 0x80)
-				return false;
-		i += need + 1;
+		i += w;
 	}
 	return true;
 }
