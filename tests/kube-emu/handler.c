@@ -527,6 +527,13 @@ out:
 	return code;
 }
 
+static bool query_true(const struct emu_request *req, const char *key)
+{
+	const char *v = query(req, key);
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "true"));
+}
+
 /*
  * PATCH with application/apply-patch+yaml: server-side apply. The body
  * is YAML or JSON; ?fieldManager= is required, ?force=true takes fields
@@ -537,9 +544,9 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 			 struct emu_response *resp)
 {
 	struct buf msg = BUF_INIT, av = BUF_INIT;
-	const char *mgr = query(req, "fieldManager"), *f = query(req, "force");
+	const char *mgr = query(req, "fieldManager");
 	json_t *body = NULL, *obj = NULL, *out = NULL, *st;
-	bool force = f && (!strcmp(f, "true") || !strcmp(f, "1"));
+	bool force = query_true(req, "force");
 	bool raced;
 	int code, attempt;
 
@@ -646,13 +653,6 @@ out:
 	buf_release(&mgr);
 	json_decref(patch);
 	buf_release(&msg);
-}
-
-static bool query_true(const struct emu_request *req, const char *key)
-{
-	const char *v = query(req, key);
-
-	return v && (!strcmp(v, "1") || !strcasecmp(v, "true"));
 }
 
 /*
