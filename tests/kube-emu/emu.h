@@ -181,6 +181,7 @@ struct emu_event {
 };
 
 struct emu_watch;
+struct emu_actors;
 
 struct emu_store {
 	pthread_mutex_t lock;
@@ -196,6 +197,8 @@ struct emu_store {
 	uint64_t hist_floor; /* rv of the newest event dropped from the ring */
 	struct emu_watch *watches; /* open watches, linked by ->next */
 	bool closing;		   /* emu_store_shutdown() was called */
+	uint32_t next_cluster_ip;  /* Service clusterIP allocator (defaults.c) */
+	struct emu_actors *actors; /* admission/rollout stand-ins, or NULL */
 };
 
 /* Fill caller storage with the initial namespaces. 0 or -1 (no memory). */
@@ -243,6 +246,18 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 		     const char *ns, const char *name, bool dry_run,
 		     json_t **out);
+
+/*
+ * Persistence (--data): every stored object and the resourceVersion
+ * counter as one JSON document {"resourceVersion":"N","objects":[{
+ * "resource":"G/V/PLURAL","object":{...}}]} (new reference), and back.
+ * emu_store_restore() wants a store fresh from emu_store_init(): it
+ * replaces its objects (CRDs first, so their resources exist) and
+ * returns 0, or -1 with the reason appended to `msg` (store unchanged).
+ */
+json_t *emu_store_dump(struct emu_store *st);
+int emu_store_restore(struct emu_store *st, const json_t *dump,
+		      struct buf *msg);
 
 /* What a watch selects and how its stream behaves. */
 struct emu_watch_options {
@@ -338,6 +353,107 @@ int emu_managed_apply(struct diff_ssa_result *out, const json_t *live,
 void emu_manager_name(const char *field_manager, const char *user_agent,
 		      struct buf *out);
 
+/* ---- patches (patch.c) ---- */
+
+/*
+ * Apply an RFC 6902 JSON patch (`ops`, an array of operations) to `doc`
+ * in place. Returns 0, or the HTTP code kube-apiserver answers (with its
+ * message appended to `msg`) when the patch is malformed or an operation
+ * fails; `doc` is then unspecified (the caller works on a copy).
+ */
+int emu_json_patch(json_t *doc, const json_t *ops, struct buf *msg);
+
+/*
+ * A strategic merge patch of `patch` onto `orig` (borrowed) for a
+ * built-in resource, with the patch strategies and merge keys of
+ * Kubernetes' Go types (directives $patch, $retainKeys,
+ * $deleteFromPrimitiveList, $setElementOrder). Returns a new object, or
+ * NULL with *code (400, 415 or 422) and kube's message in `msg`.
+ */
+json_t *emu_strategic_merge_patch(const json_t *orig, const json_t *patch,
+				  const struct emu_resource *res, int *code,
+				  struct buf *msg);
+
+/* ---- defaulting and validation (defaults.c, validate.c) ---- */
+
+/*
+ * Set the defaults kube-apiserver 1.32 sets for `res` on `obj` (in
+ * place): workloads, pod templates, containers, probes, Services
+ * (cluster IPs allocated from st->next_cluster_ip, kept from `old` on
+ * update), Secrets (type, stringData folded into data), Namespaces'
+ * name label, volumes' defaultMode, canonical quantities. `old` is the
+ * stored object on update, NULL on create. The store's lock is held.
+ * Returns NULL, or a new 422 Invalid Status when a value cannot be
+ * defaulted (a quantity that does not parse).
+ */
+json_t *emu_defaults_apply(struct emu_store *st,
+			   const struct emu_resource *res, json_t *obj,
+			   const json_t *old);
+
+/*
+ * Validate the values of `obj` as kube-apiserver does for the fields
+ * tests touch (metadata labels and annotations, ConfigMap and Secret
+ * data, workload selectors and replicas, containers, ports). Returns
+ * NULL, or a new 422 Invalid Status listing every cause.
+ */
+json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj);
+
+/* ---- other actors (actors.c) ---- */
+
+struct emu_request;
+struct emu_response;
+
+/*
+ * The mutating-webhook and rollout stand-ins of one server. The rollout
+ * thread writes /status through the store's public functions.
+ */
+struct emu_actors *emu_actors_new(struct emu_store *st);
+void emu_actors_free(struct emu_actors *a); /* accepts NULL */
+
+/*
+ * Configure from a command-line flag: what is "webhook" or "rollout",
+ * spec its text (syntax in tests/kube-emu/README.md). 0, or -1 with the
+ * reason appended to `msg`.
+ */
+int emu_actors_configure(struct emu_actors *a, const char *what,
+			 const char *spec, struct buf *msg);
+
+/*
+ * Mutating admission, called by the store with its lock held after
+ * defaulting and managedFields (so what it adds is owned by nobody):
+ * may change `obj`. `op` is "CREATE" or "UPDATE". Returns NULL, or a
+ * new Status refusing the write. a may be NULL (no actors).
+ */
+json_t *emu_actors_admit(struct emu_actors *a, const struct emu_resource *res,
+			 const char *op, json_t *obj);
+
+/*
+ * A write was stored (lock held; obj borrowed): the rollout stand-in
+ * schedules the object's status. a may be NULL.
+ */
+void emu_actors_notify(struct emu_actors *a, const struct emu_resource *res,
+		       const json_t *obj);
+
+/*
+ * /emu/webhooks and /emu/rollouts (seg[0] is "emu"): 0 when handled
+ * (reply in resp), -1 when the path is not the actors'.
+ */
+int emu_actors_control(struct emu_actors *a, const struct emu_request *req,
+		       char **seg, size_t n, struct emu_response *resp);
+
+/* ---- faults and counters (faults.c) ---- */
+
+/* Injected faults and request counters of one server. */
+struct emu_faults *emu_faults_new(void);
+void emu_faults_free(struct emu_faults *f); /* accepts NULL */
+
+/*
+ * Add the faults of a --faults SPEC (syntax in tests/kube-emu/README.md).
+ * 0, or -1 with the reason appended to `msg`.
+ */
+int emu_faults_add_spec(struct emu_faults *f, const char *spec,
+			struct buf *msg);
+
 /* ---- Status objects (status.c) ---- */
 
 /*
@@ -374,17 +490,27 @@ struct emu_response {
 	struct buf body;
 	/* Non-NULL: stream this watch after the headers (body unused). */
 	struct emu_watch *watch;
+	/*
+	 * Fault injection: send the headers and about half of the body,
+	 * then cut the connection (main.c).
+	 */
+	bool drop;
+	/* Seconds for a Retry-After header; 0: none. */
+	unsigned retry_after;
 };
 
-#define EMU_RESPONSE_INIT               \
-	{                               \
-		0, NULL, BUF_INIT, NULL \
+#define EMU_RESPONSE_INIT                        \
+	{                                        \
+		0, NULL, BUF_INIT, NULL, false, 0 \
 	}
+
+struct emu_faults;
 
 struct emu_server {
 	struct emu_store store;
-	const char *token; /* NULL: no authentication */
-	const char *host;  /* "127.0.0.1:PORT", for /api */
+	const char *token;	   /* NULL: no authentication */
+	const char *host;	   /* "127.0.0.1:PORT", for /api */
+	struct emu_faults *faults; /* faults.h; NULL: none */
 };
 
 /*

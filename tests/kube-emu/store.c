@@ -669,3 +669,148 @@ out:
 	buf_release(&msg);
 	return code;
 }
+
+/* "apps/v1/deployments" or "/v1/configmaps". */
+static void resource_path(const struct emu_resource *res, struct buf *out)
+{
+	buf_addf(out, "%s/%s/%s", res->group, res->version, res->name);
+}
+
+json_t *emu_store_dump(struct emu_store *st)
+{
+	struct buf path = BUF_INIT, rv = BUF_INIT;
+	json_t *doc, *objs;
+	size_t i;
+
+	doc = json_object();
+	objs = json_array();
+	if (!doc || !objs)
+		goto fail;
+	pthread_mutex_lock(&st->lock);
+	for (i = 0; i < st->len; i++) {
+		buf_reset(&path);
+		resource_path(st->items[i].res, &path);
+		if (json_array_append_new(
+			    objs, json_pack("{s:s, s:O}", "resource", path.ptr,
+					    "object", st->items[i].obj)) < 0) {
+			pthread_mutex_unlock(&st->lock);
+			goto fail;
+		}
+	}
+	buf_addf(&rv, "%llu", (unsigned long long)st->rv);
+	pthread_mutex_unlock(&st->lock);
+	json_object_set_new(doc, "resourceVersion", json_string(rv.ptr));
+	json_object_set_new(doc, "objects", objs);
+	buf_release(&path);
+	buf_release(&rv);
+	return doc;
+fail:
+	buf_release(&path);
+	buf_release(&rv);
+	json_decref(objs);
+	json_decref(doc);
+	return NULL;
+}
+
+/* The resource named "G/V/PLURAL", or NULL. */
+static const struct emu_resource *resource_of_path(const char *path)
+{
+	char *copy = strdup(path), *v, *n;
+	const struct emu_resource *res = NULL;
+
+	if (copy && (v = strchr(copy, '/')) && (n = strchr(v + 1, '/'))) {
+		*v++ = '\0';
+		*n++ = '\0';
+		res = emu_resource_find(copy, v, n);
+	}
+	free(copy);
+	return res;
+}
+
+int emu_store_restore(struct emu_store *st, const json_t *dump,
+		      struct buf *msg)
+{
+	const json_t *objs = json_object_get(dump, "objects"), *o, *obj;
+	const struct emu_resource *res;
+	struct emu_store tmp;
+	const char *rvs = json_string_value(
+		json_object_get(dump, "resourceVersion"));
+	unsigned long long rv;
+	char *end;
+	size_t i;
+	int pass, ret = -1;
+
+	if (!json_is_array(objs) || !rvs) {
+		buf_adds(msg, "not a kube-emu data file "
+			      "(no objects or resourceVersion)");
+		return -1;
+	}
+	rv = strtoull(rvs, &end, 10);
+	if (*end || !*rvs) {
+		buf_addf(msg, "bad resourceVersion \"%s\"", rvs);
+		return -1;
+	}
+	/* Check every entry before touching the store. */
+	json_array_foreach(objs, i, o)
+	{
+		obj = json_object_get(o, "object");
+		if (!json_is_string(json_object_get(o, "resource")) ||
+		    !json_is_object(obj) || !meta_str(obj, "name")) {
+			buf_addf(msg, "objects[%zu]: want resource and object "
+				      "with metadata.name",
+				 i);
+			return -1;
+		}
+	}
+	/* Build the new contents aside; swap them in only when complete. */
+	memset(&tmp, 0, sizeof(tmp));
+	/*
+	 * Pass 0 stores CustomResourceDefinitions, pass 1 everything else:
+	 * a custom resource's kind exists only once its CRD does.
+	 */
+	for (pass = 0; pass < 2; pass++) {
+		json_array_foreach(objs, i, o)
+		{
+			const char *path = json_string_value(
+				json_object_get(o, "resource"));
+			bool is_crd = !strncmp(path, "apiextensions.k8s.io/",
+					       21);
+			const char *ns;
+
+			if (is_crd != (pass == 0))
+				continue;
+			obj = json_object_get(o, "object");
+			res = resource_of_path(path);
+			if (!res) {
+				buf_addf(msg, "objects[%zu]: unknown resource "
+					      "\"%s\"",
+					 i, path);
+				goto out;
+			}
+			ns = meta_str(obj, "namespace");
+			if (insert(&tmp, res, ns ? ns : "",
+				   meta_str(obj, "name"),
+				   json_deep_copy(obj)) < 0) {
+				buf_adds(msg, "out of memory");
+				goto out;
+			}
+		}
+	}
+	pthread_mutex_lock(&st->lock);
+	for (i = 0; i < st->len; i++)
+		entry_release(&st->items[i]);
+	free(st->items);
+	st->items = tmp.items;
+	st->len = tmp.len;
+	st->alloc = tmp.alloc;
+	tmp.items = NULL;
+	tmp.len = 0;
+	st->rv = rv;
+	pthread_mutex_unlock(&st->lock);
+	ret = 0;
+out:
+	for (i = 0; i < tmp.len; i++)
+		entry_release(&tmp.items[i]);
+	free(tmp.items);
+	return ret;
+}

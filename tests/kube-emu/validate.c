@@ -89,3 +89,10 @@ int emu_name_check(const char *name, enum emu_name_rule rule, const char **why)
 	}
 	return 0;
 }
+
+json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj)
+{
+	(void)res;
+	(void)obj;
+	return NULL;
+}
