@@ -347,6 +347,23 @@ int emu_managed_apply(struct diff_ssa_result *out, const json_t *live,
 		      const char *manager, bool force, struct err *err);
 
 /*
+ * The schema (list types, merge keys, quantities) of `res`, valid until
+ * emu_schema_release(), which must follow every acquire (even one that
+ * returned NULL: out of memory). Do not register CRDs in between.
+ */
+struct diff_schema;
+const struct diff_schema *emu_schema_acquire(const struct emu_resource *res);
+void emu_schema_release(void);
+
+/*
+ * Register the list and map types of a CustomResourceDefinition's
+ * schemas for managedFields and apply (replacing an earlier one of the
+ * same group/kind); 0, or -1 with the reason appended to `msg`.
+ */
+int emu_managed_register_crd(const json_t *crd, struct buf *msg);
+void emu_managed_unregister_crd(const char *group, const char *kind);
+
+/*
  * The manager of a write: ?fieldManager=, else the User-Agent up to its
  * first '/' ("kubectl/v1.32.4 (linux/amd64)" -> "kubectl").
  */

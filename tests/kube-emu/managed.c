@@ -16,10 +16,54 @@
 
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 static struct diff_schemas *schemas;
+/*
+ * Readers hold it while they use a schema node; registering or dropping
+ * a CRD (which frees its old schema tree) takes it for writing.
+ */
+static pthread_rwlock_t schemas_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static void schemas_init(void)
 {
 	schemas = diff_schemas_new();
+}
+
+const struct diff_schema *emu_schema_acquire(const struct emu_resource *res)
+{
+	pthread_once(&schemas_once, schemas_init);
+	pthread_rwlock_rdlock(&schemas_lock);
+	if (!schemas)
+		return NULL;
+	return diff_schemas_lookup(schemas, res->group, res->kind);
+}
+
+void emu_schema_release(void)
+{
+	pthread_rwlock_unlock(&schemas_lock);
+}
+
+int emu_managed_register_crd(const json_t *crd, struct buf *msg)
+{
+	struct err err = ERR_INIT;
+	int error;
+
+	pthread_once(&schemas_once, schemas_init);
+	pthread_rwlock_wrlock(&schemas_lock);
+	error = schemas ? diff_schemas_add_crd(schemas, crd, &err) : ERR_NOMEM;
+	pthread_rwlock_unlock(&schemas_lock);
+	if (error < 0)
+		buf_adds(msg, err_first(&err) ? err_first(&err)
+					       : "out of memory");
+	err_release(&err);
+	return error < 0 ? -1 : 0;
+}
+
+void emu_managed_unregister_crd(const char *group, const char *kind)
+{
+	pthread_once(&schemas_once, schemas_init);
+	pthread_rwlock_wrlock(&schemas_lock);
+	if (schemas)
+		diff_schemas_remove(schemas, group, kind);
+	pthread_rwlock_unlock(&schemas_lock);
 }
 
 /* The list item of `list` matching the key object `keys`, or NULL. */
@@ -164,15 +208,15 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	json_t *meta = json_object_get(obj, "metadata"), *entries, *out, *e;
 	const struct diff_schema *schema;
 	const json_t *incoming;
-	bool found = false;
+	bool found = false, locked = false;
 	char ts[32];
 	size_t i;
 	int error = -1;
 
-	pthread_once(&schemas_once, schemas_init);
-	if (!schemas || !json_is_object(meta))
+	schema = emu_schema_acquire(res);
+	locked = true;
+	if (!schema || !json_is_object(meta))
 		goto out;
-	schema = diff_schemas_lookup(schemas, res->group, res->kind);
 	if (diff_fieldset_of_object(&set_new, obj, schema, NULL) < 0)
 		goto out;
 	if (old) {
@@ -262,6 +306,8 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	}
 	error = 0;
 out:
+	if (locked)
+		emu_schema_release();
 	diff_fieldset_free(set_new);
 	diff_fieldset_free(set_old);
 	diff_fieldset_free(added);
@@ -278,18 +324,20 @@ int emu_managed_apply(struct diff_ssa_result *out, const json_t *live,
 		      const json_t *applied, const struct emu_resource *res,
 		      const char *manager, bool force, struct err *err)
 {
+	const struct diff_schema *schema = emu_schema_acquire(res);
 	char ts[32];
+	int error;
 
-	pthread_once(&schemas_once, schemas_init);
-	if (!schemas) {
+	if (!schema) {
+		emu_schema_release();
 		memset(out, 0, sizeof(*out));
 		return ERR_NOMEM;
 	}
 	now_rfc3339(ts);
-	return diff_ssa_apply(
-		out, live, applied,
-		diff_schemas_lookup(schemas, res->group, res->kind), manager,
-		force, ts, err);
+	error = diff_ssa_apply(out, live, applied, schema, manager, force, ts,
+			       err);
+	emu_schema_release();
+	return error;
 }
 
 void emu_manager_name(const char *field_manager, const char *user_agent,
