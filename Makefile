@@ -27,7 +27,7 @@ PKG_CONFIG ?= pkg-config
 PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 	jansson:libjansson-dev criterion:libcriterion-dev \
 	libmicrohttpd:libmicrohttpd-dev
-DEB_PACKAGES := build-essential pkg-config valgrind git time \
+DEB_PACKAGES := build-essential pkg-config valgrind git time openssl curl \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
 
 # Modules the build needs. When one is missing, root installs the Debian
