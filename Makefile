@@ -27,7 +27,7 @@ PKG_CONFIG ?= pkg-config
 PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 	jansson:libjansson-dev criterion:libcriterion-dev \
 	libmicrohttpd:libmicrohttpd-dev
-DEB_PACKAGES := build-essential pkg-config valgrind git time openssl curl \
+DEB_PACKAGES := build-essential pkg-config valgrind git time openssl curl jq \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
 
 # Modules the build needs. When one is missing, root installs the Debian
@@ -180,11 +180,17 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
-bench: $(SYNCD) $(BUILD)/bench/diff
+# The emulator benchmark is a libcurl client with two threads.
+$(BUILD)/bench/emu: ALL_LDFLAGS += -pthread
+
+bench: $(SYNCD) $(KUBE_EMU) $(BUILD)/bench/diff $(BUILD)/bench/emu
 	@BUILD=$(BUILD) bench/render.sh
 	@echo
 	@echo "== diff: 10,000 objects in memory, one core"
 	@taskset -c 0 $(BUILD)/bench/diff
+	@echo
+	@echo "== kube-emu: 10,000 ConfigMaps over HTTP on loopback"
+	@BUILD=$(BUILD) bench/kube-emu.sh
 
 # The main job, until the controller lands: render the example app, then
 # compare it with the live objects of examples/guestbook-live (exit 1 there

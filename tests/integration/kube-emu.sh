@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # kube-emu, the API server emulator, as a process: health, token check,
-# discovery, CRUD and error Status bodies over HTTP with curl, then the
-# real kubectl against it when kubectl is installed. Loopback only; every
-# wait is bounded; the emulators are killed on exit.
+# discovery, CRUD and error Status bodies over HTTP with curl; HTTPS
+# (--tls), the data file (--data) and bad command lines; then the real
+# kubectl against it (plain and over TLS with a token) when kubectl is
+# installed. Loopback only; every wait is bounded; the emulators are
+# killed on exit.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 EMU=${BUILD:-build}/kube-emu
@@ -18,19 +20,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_emu NAME ARGS...: start kube-emu, wait (5 s at most) until it
-# answers /readyz; sets $url and $pid. Returns 1 when it did not come up.
+# start_emu NAME ARGS...: start kube-emu, wait (5 s at most; 30 s with
+# --tls, which runs openssl first) until it answers /readyz; sets $url
+# and $pid. Returns 1 when it did not come up. The readiness probe does
+# not verify certificates: the TLS checks below do.
 start_emu() {
-	local name=$1 i
+	local name=$1 i n=50
 	shift
+	case " $* " in *" --tls "*) n=300 ;; esac
+	# Created here, so that the loop never reads before the shell has.
+	: >"$tmp/$name.out"
 	"$EMU" --listen 127.0.0.1:0 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	pid=$!
 	pids+=("$pid")
 	url=
-	for i in $(seq 50); do
+	for i in $(seq "$n"); do
 		url=$(sed -n 's/^listening on //p' "$tmp/$name.out")
 		if [ -n "$url" ] &&
-			curl -fsS --max-time 2 "$url/readyz" >/dev/null 2>&1; then
+			curl -fsSk --max-time 2 "$url/readyz" >/dev/null 2>&1; then
 			return 0
 		fi
 		sleep 0.1
@@ -260,6 +267,183 @@ expect_eq "$(kill -0 "$wpid" 2>/dev/null && echo open || echo ended)" ended \
 kill "$wpid" 2>/dev/null
 wait "$wpid" 2>/dev/null
 
+# --tls: HTTPS with a throwaway CA, which the kubeconfig carries. The
+# openssl files live in a private directory under TMPDIR, gone once the
+# server is up.
+mkdir -m 700 "$tmp/tlstmp"
+if ! TMPDIR=$tmp/tlstmp start_emu tls --tls --token T \
+	--kubeconfig-out "$tmp/kc-tls"; then
+	not_ok "kube-emu --tls starts and answers /readyz"
+	cat "$tmp/tls.err"
+else
+	ok "kube-emu --tls starts and answers /readyz"
+	tls_pid=$pid
+	expect_match '^https://127\.0\.0\.1:[0-9]+$' "$url" \
+		"--tls: listening on https://HOST:PORT"
+	expect_eq "$(ls -A "$tmp/tlstmp")" "" \
+		"--tls: the certificate directory is removed"
+	kc=$(cat "$tmp/kc-tls")
+	expect_match "server: $url" "$kc" "TLS kubeconfig names the https server"
+	expect_match 'token: T' "$kc" "TLS kubeconfig carries the token"
+	sed -n 's/^ *certificate-authority-data: //p' "$tmp/kc-tls" |
+		base64 -d >"$tmp/ca.pem" 2>/dev/null
+	expect_match '^-----BEGIN CERTIFICATE-----' "$(cat "$tmp/ca.pem")" \
+		"certificate-authority-data is the base64 of a PEM certificate"
+	code=$(curl -sS --max-time 10 --cacert "$tmp/ca.pem" -o "$tmp/.body" \
+		-w '%{http_code}' -H "Authorization: Bearer T" "$url/version")
+	expect_match '^200 .*"gitVersion":"v1\.32\.0"' "$code $(cat "$tmp/.body")" \
+		"curl --cacert (the kubeconfig's CA) verifies the server"
+	code=$(curl -sS --max-time 10 --cacert "$tmp/ca.pem" -o /dev/null \
+		-w '%{http_code}' -H "Authorization: Bearer T" \
+		"${url/127.0.0.1/localhost}/version")
+	expect_eq "$code" 200 "the certificate is valid for localhost too"
+	curl -sS --max-time 10 -o /dev/null -H "Authorization: Bearer T" \
+		"$url/version" 2>"$tmp/.err"
+	rc=$?
+	expect_eq "$rc" 60 "curl without the CA: certificate verification fails"
+	code=$(curl -sS --max-time 10 --cacert "$tmp/ca.pem" -o "$tmp/.body" \
+		-w '%{http_code}' "$url/api")
+	expect_eq "$code $(cat "$tmp/.body")" \
+		'401 {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}' \
+		"TLS, no token: 401 Unauthorized Status"
+	code=$(curl -sS --max-time 10 --cacert "$tmp/ca.pem" -o "$tmp/.body" \
+		-w '%{http_code}' -H "Authorization: Bearer wrong" "$url/api")
+	expect_match '^401 .*"reason":"Unauthorized"' "$code $(cat "$tmp/.body")" \
+		"TLS, wrong token: 401 Unauthorized Status"
+	code=$(curl -sS --max-time 10 --cacert "$tmp/ca.pem" -o /dev/null \
+		-w '%{http_code}' -X POST -H "Authorization: Bearer T" \
+		-H "Content-Type: application/json" \
+		--data-binary '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"t1"}}' \
+		"$url$cmp")
+	expect_eq "$code" 201 "TLS: create"
+	curl -sN --max-time 5 --cacert "$tmp/ca.pem" -H "Authorization: Bearer T" \
+		"$url$cmp?watch=1&timeoutSeconds=1" >"$tmp/wtls"
+	expect_eq "$(types "$tmp/wtls" | tr '\n' ';')" "ADDED t1;" \
+		"TLS: a watch streams its events and ends cleanly"
+	stop_emu "$tls_pid" tls "TLS server: clean exit 0 on SIGTERM"
+fi
+
+# --data: the store outlives the process. Objects, uids and
+# resourceVersions come back; a deletion stays deleted; the next write
+# gets a higher resourceVersion.
+data=$tmp/store.json
+if ! start_emu data1 --data "$data"; then
+	not_ok "kube-emu --data (no file yet) starts"
+	cat "$tmp/data1.err"
+else
+	ok "kube-emu --data (no file yet) starts"
+	d1_pid=$pid
+	req POST /api/v1/namespaces application/json \
+		'{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"keep"}}'
+	req POST /api/v1/namespaces/keep/configmaps application/json \
+		'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d1","labels":{"a":"b"}},"data":{"k":"v"}}'
+	req POST /api/v1/namespaces/keep/secrets application/json \
+		'{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s1"},"stringData":{"p":"w"}}'
+	req POST /api/v1/namespaces/keep/configmaps application/json \
+		'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gone"}}'
+	req DELETE /api/v1/namespaces/keep/configmaps/gone
+	req GET /api/v1/namespaces/keep/configmaps/d1
+	d1_before=$(printf '%s' "$body" | grep -o '"uid":"[^"]*"\|"resourceVersion":"[0-9]*"' | tr '\n' ' ')
+	req GET /api/v1/namespaces/keep/secrets/s1
+	s1_before=$(printf '%s' "$body" | grep -o '"uid":"[^"]*"\|"resourceVersion":"[0-9]*"' | tr '\n' ' ')
+	req GET /api/v1/namespaces/keep/configmaps
+	list_rv=$(printf '%s' "$body" | sed -n 's/^{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"\([0-9]*\)".*/\1/p')
+	# Written in the background while the server runs (bounded wait).
+	for i in $(seq 50); do
+		grep -q '"name":"s1"' "$data" 2>/dev/null && break
+		sleep 0.1
+	done
+	expect_match '"name":"s1"' "$(cat "$data" 2>/dev/null)" \
+		"--data: the file is written while the server runs"
+	stop_emu "$d1_pid" data1 "--data: clean exit 0 on SIGTERM"
+	expect_eq "$(ls "$tmp" | grep -c '^store\.json\.tmp')" 0 \
+		"--data: no temporary file left behind"
+	if ! start_emu data2 --data "$data"; then
+		not_ok "kube-emu restarts from its data file"
+		cat "$tmp/data2.err"
+	else
+		ok "kube-emu restarts from its data file"
+		d2_pid=$pid
+		req GET /api/v1/namespaces/keep/configmaps/d1
+		expect_match '^200 .*"data":\{"k":"v"\}' "$code $body" \
+			"restored ConfigMap keeps its data"
+		expect_eq "$(printf '%s' "$body" | grep -o '"uid":"[^"]*"\|"resourceVersion":"[0-9]*"' | tr '\n' ' ')" \
+			"$d1_before" "restored ConfigMap keeps its uid and resourceVersion"
+		req GET /api/v1/namespaces/keep/secrets/s1
+		expect_eq "$code $(printf '%s' "$body" | grep -o '"uid":"[^"]*"\|"resourceVersion":"[0-9]*"' | tr '\n' ' ')" \
+			"200 $s1_before" "restored Secret keeps its uid and resourceVersion"
+		req GET /api/v1/namespaces/keep/configmaps/gone
+		expect_eq "$code" 404 "a deleted object stays deleted"
+		req GET /api/v1/namespaces/keep
+		expect_eq "$code" 200 "restored namespace"
+		req POST /api/v1/namespaces/keep/configmaps application/json \
+			'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d2"}}'
+		new_rv=$(printf '%s' "$body" | sed -n 's/.*"resourceVersion":"\([0-9]*\)".*/\1/p')
+		expect_eq "$code $([ "${new_rv:-0}" -gt "${list_rv:-0}" ] && echo higher)" \
+			"201 higher" "a new write gets a higher resourceVersion than before the restart"
+		# A SIGKILL loses at most the last ~100 ms: wait until the
+		# background write has d2, then kill and restart.
+		for i in $(seq 50); do
+			grep -q '"name":"d2"' "$data" 2>/dev/null && break
+			sleep 0.1
+		done
+		kill -KILL "$d2_pid"
+		wait "$d2_pid" 2>/dev/null
+		if start_emu data3 --data "$data"; then
+			req GET /api/v1/namespaces/keep/configmaps/d2
+			expect_eq "$code" 200 "after SIGKILL: the background write is loaded"
+			stop_emu "$pid" data3 "--data after SIGKILL: clean exit 0"
+		else
+			not_ok "kube-emu restarts after SIGKILL"
+			cat "$tmp/data3.err"
+		fi
+	fi
+fi
+
+# run_bad ARGS...: kube-emu with a command line or data file it must
+# refuse (exit 2, bounded); sets $rc and $errout.
+run_bad() {
+	timeout 30 "$@" >/dev/null 2>"$tmp/.err"
+	rc=$?
+	errout=$(cat "$tmp/.err")
+}
+printf '{"resourceVersion":"7","objects":[' >"$tmp/corrupt.json"
+cp "$tmp/corrupt.json" "$tmp/corrupt.orig"
+run_bad "$EMU" --listen 127.0.0.1:0 --data "$tmp/corrupt.json"
+expect_eq "$rc $(printf '%s\n' "$errout" | wc -l)" "2 1" \
+	"corrupt data file: exit 2, one line"
+expect_match "^kube-emu: --data $tmp/corrupt\.json:1:[0-9]+: " "$errout" \
+	"corrupt data file: the message names the file and the place"
+expect_eq "$(cmp -s "$tmp/corrupt.json" "$tmp/corrupt.orig" && echo same)" same \
+	"a data file that did not load is left alone"
+printf '{"resourceVersion":"7","objects":[{"resource":"v1/widgets","object":{"metadata":{"name":"x"}}}]}' \
+	>"$tmp/unknown.json"
+run_bad "$EMU" --listen 127.0.0.1:0 --data "$tmp/unknown.json"
+expect_match "^2 kube-emu: --data $tmp/unknown\.json: .*widgets" "$rc $errout" \
+	"data file with an unknown resource: exit 2, file and cause named"
+run_bad "$EMU" --listen 127.0.0.1:0 --data "$tmp/nodir/store.json"
+expect_eq "$rc $errout" \
+	"2 kube-emu: --data $tmp/nodir/store.json: cannot write: No such file or directory" \
+	"data file in a missing directory: exit 2 at start, one line"
+run_bad "$EMU" --listen 127.0.0.1:0 --bogus
+expect_eq "$rc $(printf '%s\n' "$errout" | grep -c '^usage: kube-emu --listen HOST:PORT')" \
+	"2 1" "unknown flag: exit 2 with usage"
+run_bad "$EMU" --token T
+expect_match '^2 usage: kube-emu --listen HOST:PORT' "$rc $errout" \
+	"no --listen: exit 2 with usage"
+run_bad "$EMU" --listen localhost
+expect_eq "$rc $errout" "2 kube-emu: --listen wants HOST:PORT" \
+	"--listen without a port: exit 2"
+for flag in faults webhook rollout; do
+	run_bad "$EMU" --listen 127.0.0.1:0 "--$flag" '=?!'
+	expect_match "^2 1 kube-emu: --$flag =\\?!: ." \
+		"$rc $(printf '%s\n' "$errout" | wc -l) $errout" \
+		"bad --$flag spec: exit 2, one line naming it"
+done
+run_bad env PATH=/nonexistent "$EMU" --listen 127.0.0.1:0 --tls
+expect_eq "$rc $errout" "2 kube-emu: --tls: openssl: not found in PATH" \
+	"--tls without openssl: exit 2, one line"
+
 if ! command -v kubectl >/dev/null 2>&1; then
 	ok "kubectl not installed: kubectl checks skipped"
 	finish
@@ -336,4 +520,33 @@ wait "$kwpid"
 expect_match 'configmap/watched' "$(cat "$tmp/kw.out")" \
 	"timeout 5 kubectl get cm -w sees a created ConfigMap"
 stop_emu "$pid" open "SIGTERM after kubectl traffic: clean exit 0"
+
+# kubectl over TLS with a token: it verifies the server with the
+# kubeconfig's CA and sends the token (which it never does over http).
+if ! start_emu ktls --tls --token T --kubeconfig-out "$tmp/kc3"; then
+	not_ok "kube-emu --tls --token for kubectl starts"
+	cat "$tmp/ktls.err"
+	finish
+fi
+kt() {
+	timeout 30 kubectl --kubeconfig "$1" --cache-dir "$tmp/kcache3" \
+		"${@:2}" >"$tmp/.out" 2>"$tmp/.err"
+	rc=$?
+	out=$(cat "$tmp/.out")
+	errout=$(cat "$tmp/.err")
+}
+kt "$tmp/kc3" get ns -o name
+expect_eq "$rc $out" $'0 namespace/default\nnamespace/kube-public\nnamespace/kube-system' \
+	"kubectl over TLS with a token: get ns"
+kt "$tmp/kc3" create configmap tlscm --from-literal=a=b
+expect_eq "$rc $out" "0 configmap/tlscm created" \
+	"kubectl over TLS: create configmap"
+kt "$tmp/kc3" get cm tlscm -o jsonpath='{.data.a}'
+expect_eq "$rc $out" "0 b" "kubectl over TLS: get the configmap back"
+sed 's/token: T$/token: wrong/' "$tmp/kc3" >"$tmp/kc3-wrong"
+kt "$tmp/kc3-wrong" get cm tlscm
+expect_eq "$rc $errout" \
+	"1 error: You must be logged in to the server (Unauthorized)" \
+	"kubectl over TLS with a wrong token: Unauthorized"
+stop_emu "$pid" ktls "SIGTERM after kubectl over TLS: clean exit 0"
 finish

@@ -83,6 +83,60 @@ json_t *emu_openapi_v3_index(void);
 json_t *emu_openapi_v3_doc(const char *group, const char *version);
 json_t *emu_openapi_v2(void);
 
+/*
+ * CustomResourceDefinitions (crd.c). The resources CRDs serve live in a
+ * process-wide registry under its own lock; emu_resource_find() and the
+ * discovery documents consult it. Its pointers stay valid for the life
+ * of the process (a deleted CRD's entries are only marked gone).
+ */
+
+/* A served custom resource, or NULL. */
+const struct emu_resource *emu_crd_find(const char *group, const char *version,
+					const char *name);
+
+/* Is `res` from the registry rather than the built-in table? */
+bool emu_resource_is_custom(const struct emu_resource *res);
+
+/*
+ * Call fn for every served custom resource with the registry locked for
+ * reading: its categories (array of strings) and its version's
+ * openAPIV3Schema (NULL: none), both borrowed. fn must not register.
+ */
+void emu_crd_foreach(void (*fn)(const struct emu_resource *res,
+				const json_t *categories, const json_t *schema,
+				void *arg),
+		     void *arg);
+
+/* spec.names.listKind of a custom resource; NULL for built-ins. */
+const char *emu_crd_list_kind(const struct emu_resource *res);
+
+/*
+ * Default (singular, listKind, conversion) and validate a CRD about to
+ * be written (in place). Returns NULL, or a new 422 Invalid Status.
+ */
+json_t *emu_crd_prepare(const struct emu_resource *res, json_t *crd);
+
+/*
+ * Set a CRD's status as kube's naming and establishing controllers do:
+ * acceptedNames, NamesAccepted/Established conditions (False with the
+ * conflict when another CRD of the group holds a name), storedVersions
+ * (kept from `old`, the stored CRD or NULL).
+ */
+void emu_crd_set_status(json_t *crd, const json_t *old);
+
+/*
+ * Serve the versions of a stored CRD whose names are accepted (and stop
+ * serving versions it no longer serves), and register its schemas with
+ * emu_managed_register_crd(). 0, or -1 with the reason appended to msg.
+ */
+int emu_crd_register(const json_t *crd, struct buf *msg);
+
+/* Stop serving every resource of `crd` (deleted) and drop its schemas. */
+void emu_crd_unregister(const json_t *crd);
+
+/* Is `res` one of the resources (any version) of `crd`? */
+bool emu_crd_serves(const json_t *crd, const struct emu_resource *res);
+
 /* ---- names (validate.c) ---- */
 
 /*
@@ -182,6 +236,7 @@ struct emu_event {
 
 struct emu_watch;
 struct emu_actors;
+struct emu_slot;
 
 struct emu_store {
 	pthread_mutex_t lock;
@@ -199,6 +254,12 @@ struct emu_store {
 	bool closing;		   /* emu_store_shutdown() was called */
 	uint32_t next_cluster_ip;  /* Service clusterIP allocator (defaults.c) */
 	struct emu_actors *actors; /* admission/rollout stand-ins, or NULL */
+	/*
+	 * Hash index of items by resource, namespace and name (store.c):
+	 * open addressing, nslots a power of two (0: empty).
+	 */
+	struct emu_slot *slots;
+	size_t nslots;
 };
 
 /* Fill caller storage with the initial namespaces. 0 or -1 (no memory). */
@@ -259,6 +320,14 @@ json_t *emu_store_dump(struct emu_store *st);
 int emu_store_restore(struct emu_store *st, const json_t *dump,
 		      struct buf *msg);
 
+/*
+ * Append the compact JSON text of `v` to `out`, as json_dumps(v,
+ * JSON_COMPACT | JSON_ENCODE_ANY) writes it (members in insertion
+ * order), in a fraction of the time for large lists: runs of plain
+ * characters are copied whole. 0, or -1 when out of memory.
+ */
+int emu_json_write(const json_t *v, struct buf *out);
+
 /* What a watch selects and how its stream behaves. */
 struct emu_watch_options {
 	const char *ns;	    /* NULL: every namespace */
@@ -266,6 +335,7 @@ struct emu_watch_options {
 	const char *fields; /* field selector text, or NULL */
 	const char *rv;	    /* resourceVersion; NULL or "0": send ADDED first */
 	bool bookmarks;
+	bool table;	    /* events carry Tables (Accept: as=Table) */
 	unsigned timeout_s; /* 0: none */
 };
 
@@ -471,6 +541,81 @@ void emu_faults_free(struct emu_faults *f); /* accepts NULL */
 int emu_faults_add_spec(struct emu_faults *f, const char *spec,
 			struct buf *msg);
 
+/* Drop every fault (counters stay). */
+void emu_faults_clear(struct emu_faults *f);
+
+/* What the matching faults do to one request. */
+struct emu_fault_hit {
+	unsigned latency_ms;	/* wait before answering */
+	int code;		/* answer this failure Status; 0: none */
+	unsigned retry_after;	/* seconds, with code */
+	char message[256];	/* the fault's message=, or "" */
+	bool drop;		/* cut the connection mid-body */
+	unsigned watch_end_ms;	/* end a watch after this long; 0: never */
+	bool expire;		/* 410 Expired (list or watch) */
+};
+
+/*
+ * The request of `verb` ("get", "list", "watch", "create", "update",
+ * "patch", "delete", "deletecollection") on `res` in `ns` ("" or NULL
+ * when cluster-scoped or across namespaces) named `name` (NULL for a
+ * collection): fill *hit from the faults that fire, using up their counts.
+ * `has_rv` says a list or watch carries a resourceVersion or continue
+ * token (what `expire` needs). f may be NULL.
+ */
+void emu_faults_match(struct emu_faults *f, const char *verb,
+		      const struct emu_resource *res, const char *ns,
+		      const char *name, bool has_rv, struct emu_fault_hit *hit);
+
+/*
+ * The Status kube-apiserver answers with `code` for a request on `res`
+ * named `name` (may be NULL): TooManyRequests, InternalError,
+ * ServiceUnavailable, ... `message` replaces the default wording when
+ * not NULL. New reference.
+ */
+json_t *emu_fault_status(int code, const struct emu_resource *res,
+			 const char *name, const char *message,
+			 unsigned retry_after);
+
+/*
+ * Count one answered API request (`res` NULL for discovery and other
+ * non-resource paths; `sub` NULL or "status"/"scale"). f may be NULL.
+ */
+void emu_faults_count(struct emu_faults *f, const char *verb,
+		      const struct emu_resource *res, const char *sub,
+		      int code);
+
+/*
+ * /emu/faults and /emu/stats (seg[0] is "emu"): 0 when handled (reply
+ * in resp), -1 when the path is not theirs.
+ */
+int emu_faults_control(struct emu_faults *f, const struct emu_request *req,
+		       char **seg, size_t n, struct emu_response *resp);
+
+/* Faults on watches (watch.c): end the stream `ms` from now, cleanly. */
+void emu_watch_end_after(struct emu_watch *w, unsigned ms);
+
+/*
+ * Replace what the watch would send by one ERROR event, Status 410
+ * Expired for resourceVersion `rv`, and end it.
+ */
+void emu_watch_expire(struct emu_watch *w, const char *rv);
+
+/* ---- server-side printing (table.c) ---- */
+
+/* Does an Accept header ask for a meta.k8s.io Table (kubectl get)? */
+bool emu_table_wanted(const char *accept);
+
+/*
+ * The Table of `objs` (an array of full objects of `res`, borrowed) with
+ * the columns kube-apiserver prints for the resource; `list_meta` (may
+ * be NULL) becomes its metadata; without `headers` the column
+ * definitions are left empty (watch events after the first). New
+ * reference.
+ */
+json_t *emu_table_new(const struct emu_resource *res, const json_t *objs,
+		      const json_t *list_meta, bool headers);
+
 /* ---- Status objects (status.c) ---- */
 
 /*
@@ -499,6 +644,7 @@ struct emu_request {
 	const char *body;
 	size_t body_len;
 	bool body_too_large; /* the body went over EMU_MAX_BODY */
+	const char *accept;  /* Accept header; NULL when absent */
 };
 
 struct emu_response {

@@ -1,9 +1,11 @@
 /*
  * Request routing: paths, verbs, bodies and the Status of every failure.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "diff/diff.h"
 #include "renderers/render.h"
@@ -31,17 +33,13 @@ static const char *query(const struct emu_request *req, const char *key)
 
 static void reply_json(struct emu_response *resp, int code, json_t *body)
 {
-	char *s;
-
 	resp->code = code;
 	resp->content_type = "application/json";
 	buf_reset(&resp->body);
-	s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	if (s) {
-		buf_adds(&resp->body, s);
+	if (body && emu_json_write(body, &resp->body) == 0) {
 		buf_addch(&resp->body, '\n');
-		free(s);
 	} else {
+		buf_reset(&resp->body);
 		resp->code = 500;
 		buf_adds(&resp->body,
 			 "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
@@ -363,29 +361,93 @@ static json_t *merge_patch(json_t *target, const json_t *patch)
 	return target;
 }
 
-/*
- * A strategic merge patch without lists and without $ directives means
- * what the same JSON means as a merge patch: maps merge, null deletes.
- */
-static bool smp_is_merge_patch(const json_t *patch)
-{
-	const char *k;
-	json_t *v;
+enum patch_type {
+	PATCH_MERGE,
+	PATCH_STRATEGIC,
+	PATCH_JSON,
+};
 
-	if (json_is_array(patch))
-		return false;
-	json_object_foreach((json_t *)patch, k, v)
-	{
-		if (k[0] == '$' || !smp_is_merge_patch(v))
-			return false;
+/*
+ * The Status of a failed JSON or strategic merge patch: 422 as kube's
+ * NewGenericServerResponse words it (the cause in details.causes), the
+ * others with their reason and the message as is.
+ */
+static json_t *patch_failure(int code, const char *msg)
+{
+	json_t *st;
+
+	switch (code) {
+	case 422:
+		st = emu_status_new(code, "Invalid",
+				    "the server rejected our request due to "
+				    "an error in our request",
+				    NULL, NULL, NULL);
+		json_object_set_new(st, "details",
+				    json_pack("{s:[{s:s, s:s}]}", "causes",
+					      "reason",
+					      "UnexpectedServerResponse",
+					      "message", msg));
+		return st;
+	case 400:
+		return emu_status_new(code, "BadRequest", msg, NULL, NULL,
+				      NULL);
+	case 409:
+		return emu_status_new(code, "Conflict", msg, NULL, NULL, NULL);
+	case 415:
+		return emu_status_new(code, "UnsupportedMediaType", msg, NULL,
+				      NULL, NULL);
+	default:
+		return emu_status_new(code, "InternalError", msg, NULL, NULL,
+				      NULL);
 	}
-	return true;
+}
+
+/*
+ * `patch` of `type` applied to `doc` (a new reference, consumed). The
+ * patched document, or NULL with *out a failure Status and *code.
+ */
+static json_t *run_patch(json_t *doc, enum patch_type type,
+			 const json_t *patch, const struct emu_resource *res,
+			 int *code, json_t **out)
+{
+	struct buf msg = BUF_INIT;
+	json_t *patched = NULL;
+
+	*code = 0;
+	switch (type) {
+	case PATCH_MERGE:
+		patched = merge_patch(doc, patch);
+		doc = NULL;
+		break;
+	case PATCH_JSON:
+		*code = emu_json_patch(doc, patch, &msg);
+		if (!*code) {
+			patched = doc;
+			doc = NULL;
+		}
+		break;
+	case PATCH_STRATEGIC:
+		patched = emu_strategic_merge_patch(doc, patch, res, code,
+						    &msg);
+		if (!patched && !*code)
+			*code = 500;
+		break;
+	}
+	if (!patched) {
+		if (!*code)
+			*code = 500;
+		*out = patch_failure(*code,
+				     msg.len ? msg.ptr : "out of memory");
+	}
+	json_decref(doc);
+	buf_release(&msg);
+	return patched;
 }
 
 /* Read, patch, write once. The HTTP code; *out as emu_store_update(). */
 static int patch_once(struct emu_server *srv, const struct target *t,
-		      const json_t *patch, const char *mgr, bool dry,
-		      json_t **out)
+		      enum patch_type type, const json_t *patch,
+		      const char *mgr, bool dry, json_t **out)
 {
 	json_t *live = NULL, *patched = NULL, *spec, *s;
 	int code;
@@ -396,7 +458,11 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 		return code;
 	}
 	if (t->sub && !strcmp(t->sub, "scale")) {
-		patched = merge_patch(scale_of(live), patch);
+		/* The patch is of the Scale; its spec.replicas is taken. */
+		patched = run_patch(scale_of(live), type, patch, t->res, &code,
+				    out);
+		if (!patched)
+			goto out;
 		spec = json_object_get(live, "spec");
 		if (!json_is_object(spec)) {
 			spec = json_object();
@@ -406,6 +472,12 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 			spec, "replicas",
 			json_object_get(json_object_get(patched, "spec"),
 					"replicas"));
+		/* a resourceVersion the patch sets is a precondition */
+		s = json_object_get(json_object_get(patched, "metadata"),
+				    "resourceVersion");
+		if (json_is_string(s))
+			json_object_set(json_object_get(live, "metadata"),
+					"resourceVersion", s);
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
 					"scale", mgr, live, dry, out);
 		if (code == 200) {
@@ -416,10 +488,20 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 		goto out;
 	}
 	/*
-	 * The live object carries its resourceVersion unless the patch sets
-	 * one (then a stale one is a Conflict).
+	 * The whole object is patched, also through /status (where the
+	 * store then takes only the status). The live object carries its
+	 * resourceVersion unless the patch sets one (then a stale one is a
+	 * Conflict).
 	 */
-	patched = merge_patch(json_incref(live), patch);
+	patched = run_patch(json_incref(live), type, patch, t->res, &code, out);
+	if (!patched)
+		goto out;
+	if (!json_is_object(patched)) {
+		code = 422;
+		*out = patch_failure(code, "the patched document is not an "
+					   "object");
+		goto out;
+	}
 	code = emu_store_update(&srv->store, t->res, t->ns, t->name, t->sub,
 				mgr, patched, dry, out);
 out:
@@ -535,6 +617,300 @@ static bool query_true(const struct emu_request *req, const char *key)
 }
 
 /*
+ * A manager's apply to a subresource is another field manager than its
+ * apply to the main resource (the identity includes the subresource),
+ * but diff_ssa_apply() knows the applier only as its Apply entry without
+ * a subresource. So for the run the applier's entry of `sub` loses its
+ * subresource and its main-resource Apply entry gets this marker, and
+ * afterwards the other way round.
+ */
+#define MAIN_APPLY_MARK "\001main"
+
+static bool entry_is(const json_t *e, const char *key, const char *want)
+{
+	const char *have = json_string_value(json_object_get(e, key));
+
+	return want ? have && !strcmp(have, want) : have == NULL;
+}
+
+static void sub_view(json_t *obj, const char *mgr, const char *sub)
+{
+	json_t *mf = json_object_get(json_object_get(obj, "metadata"),
+				     "managedFields"),
+	       *e;
+	size_t i;
+
+	json_array_foreach(mf, i, e)
+	{
+		if (!entry_is(e, "manager", mgr) ||
+		    !entry_is(e, "operation", "Apply"))
+			continue;
+		if (entry_is(e, "subresource", NULL))
+			json_object_set_new(e, "subresource",
+					    json_string(MAIN_APPLY_MARK));
+		else if (entry_is(e, "subresource", sub))
+			json_object_del(e, "subresource");
+	}
+}
+
+/* Undo sub_view() on managedFields entries or conflicts (an array). */
+static void sub_unview(json_t *entries, const char *mgr, const char *sub)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(entries, i, e)
+	{
+		if (entry_is(e, "subresource", MAIN_APPLY_MARK))
+			json_object_del(e, "subresource");
+		else if (sub && entry_is(e, "manager", mgr) &&
+			 entry_is(e, "operation", "Apply") &&
+			 entry_is(e, "subresource", NULL))
+			json_object_set_new(e, "subresource", json_string(sub));
+	}
+}
+
+/*
+ * diff_ssa_apply() never owns or compares status (diff/ leaves it out of
+ * every field set), yet an apply to /status is all about it. For the run
+ * the status travels under another top-level name, in the objects and
+ * in every managedFields entry and conflict, and comes back after.
+ */
+#define STATUS_ALIAS "emu-status"
+
+/* Rename top-level key `from` to `to` in obj (an object or NULL). */
+static void rename_key(json_t *obj, const char *from, const char *to)
+{
+	json_t *v = json_object_get(obj, from);
+
+	if (!v)
+		return;
+	json_object_set(obj, to, v);
+	json_object_del(obj, from);
+}
+
+static void status_alias(json_t *obj, bool back)
+{
+	const char *from = back ? STATUS_ALIAS : "status";
+	const char *to = back ? "status" : STATUS_ALIAS;
+	const char *ffrom = back ? "f:" STATUS_ALIAS : "f:status";
+	const char *fto = back ? "f:status" : "f:" STATUS_ALIAS;
+	json_t *e;
+	size_t i;
+
+	rename_key(obj, from, to);
+	json_array_foreach(json_object_get(json_object_get(obj, "metadata"),
+					   "managedFields"),
+			   i, e)
+	{
+		rename_key(json_object_get(e, "fieldsV1"), ffrom, fto);
+	}
+}
+
+/* Conflicts name fields as ".emu-status.replicas": ".status.replicas". */
+static void status_unalias_conflicts(json_t *conflicts)
+{
+	static const char prefix[] = "." STATUS_ALIAS;
+	struct buf b = BUF_INIT;
+	const char *f;
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(conflicts, i, c)
+	{
+		f = json_string_value(json_object_get(c, "field"));
+		if (!f || strncmp(f, prefix, sizeof(prefix) - 1))
+			continue;
+		buf_reset(&b);
+		buf_addf(&b, ".status%s", f + sizeof(prefix) - 1);
+		json_object_set_new(c, "field", json_string(buf_cstr(&b)));
+	}
+	buf_release(&b);
+}
+
+/*
+ * What an apply to /status or /scale applies to the object: of a status
+ * apply only the status (the status strategy resets everything else),
+ * of a Scale its spec.replicas, as the object's spec.replicas. NULL
+ * with resp filled when the body does not fit.
+ */
+static json_t *sub_applied(const struct emu_request *req,
+			   const struct target *t, struct emu_response *resp)
+{
+	struct buf av = BUF_INIT;
+	json_t *body, *applied = NULL, *meta, *v;
+	bool scale = !strcmp(t->sub, "scale");
+
+	if (!(body = decode_patch(req, "body", "error decoding YAML",
+				  "the body must be one object", resp)))
+		goto out;
+	emu_resource_api_version(t->res, &av);
+	if (check_identity(t, body, scale ? "autoscaling/v1" : av.ptr,
+			   scale ? "Scale" : t->res->kind, resp) < 0)
+		goto out;
+	applied = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", av.ptr,
+			    "kind", t->res->kind, "metadata", "name", t->name);
+	if (!applied) {
+		reply_status(resp, 500, "InternalError", "out of memory");
+		goto out;
+	}
+	meta = json_object_get(applied, "metadata");
+	if (t->ns && *t->ns)
+		json_object_set_new(meta, "namespace", json_string(t->ns));
+	if (scale) {
+		v = json_object_get(json_object_get(body, "spec"), "replicas");
+		if (v)
+			json_object_set_new(applied, "spec",
+					    json_pack("{s:O}", "replicas", v));
+	} else if ((v = json_object_get(body, "status"))) {
+		json_object_set(applied, STATUS_ALIAS, v);
+	}
+out:
+	json_decref(body);
+	buf_release(&av);
+	return applied;
+}
+
+/*
+ * One apply to a subresource against the current object; as apply_once.
+ * The object is written through the subresource (status) or as a /scale
+ * write (replicas), with the managedFields the apply computed.
+ */
+static int apply_sub_once(struct emu_server *srv, const struct target *t,
+			  const json_t *applied, const char *mgr, bool force,
+			  bool dry, json_t **out, bool *raced)
+{
+	struct diff_ssa_result r = {0};
+	struct err err = ERR_INIT;
+	struct buf msg = BUF_INIT;
+	json_t *live = NULL, *view = NULL, *causes = NULL, *mine, *cur;
+	bool scale = !strcmp(t->sub, "scale");
+	int code, error;
+
+	*raced = false;
+	code = emu_store_get(&srv->store, t->res, t->ns, t->name, &live);
+	if (code != 200) {
+		*out = live;
+		return code;
+	}
+	if (!(view = json_deep_copy(live))) {
+		code = 500;
+		*out = emu_status_new(code, "InternalError", "out of memory",
+				      NULL, NULL, NULL);
+		goto out;
+	}
+	sub_view(view, mgr, t->sub);
+	if (!scale)
+		status_alias(view, false);
+	error = emu_managed_apply(&r, view, applied, t->res, mgr, force, &err);
+	if (error == ERR_INVALID) {
+		code = 400;
+		*out = emu_status_new(code, "BadRequest", err_first(&err), NULL,
+				      NULL, NULL);
+		goto out;
+	} else if (error < 0) {
+		code = 500;
+		*out = emu_status_new(code, "InternalError", "out of memory",
+				      NULL, NULL, NULL);
+		goto out;
+	}
+	if (r.conflicts) {
+		sub_unview(r.conflicts, mgr, NULL);
+		status_unalias_conflicts(r.conflicts);
+		code = 409;
+		if (diff_ssa_conflict_message(r.conflicts, &msg, &causes) < 0) {
+			code = 500;
+			*out = emu_status_new(code, "InternalError",
+					      "out of memory", NULL, NULL,
+					      NULL);
+			goto out;
+		}
+		*out = emu_status_new(code, "Conflict", buf_cstr(&msg), NULL,
+				      NULL, NULL);
+		json_object_set_new(*out, "details",
+				    json_pack("{s:o}", "causes", causes));
+		goto out;
+	}
+	if (!r.changed) {
+		code = 200;
+		*out = json_incref(live);
+		goto out;
+	}
+	if (!scale)
+		status_alias(r.object, true);
+	sub_unview(json_object_get(json_object_get(r.object, "metadata"),
+				   "managedFields"),
+		   mgr, t->sub);
+	/* r.object carries live's resourceVersion: a race is a 409 */
+	code = emu_store_update(&srv->store, t->res, t->ns, t->name,
+				scale ? "scale" : "status", NULL, r.object,
+				dry, out);
+	*raced = code == 409 || code == 404;
+	if (code != 200 || scale)
+		goto out;
+	/*
+	 * A /status write takes only the status from its body; the
+	 * managedFields the apply computed follow as a write of the main
+	 * resource, pinned to the version just written (a race in between
+	 * makes the whole apply run again).
+	 */
+	mine = json_object_get(json_object_get(r.object, "metadata"),
+			       "managedFields");
+	if (json_equal(mine, json_object_get(json_object_get(*out, "metadata"),
+					     "managedFields")))
+		goto out;
+	cur = json_deep_copy(*out);
+	json_object_set(json_object_get(cur, "metadata"), "managedFields",
+			mine);
+	json_decref(*out);
+	if (dry) {
+		/* nothing was stored: the status write's answer will do */
+		*out = cur;
+		goto out;
+	}
+	*out = NULL;
+	code = emu_store_update(&srv->store, t->res, t->ns, t->name, NULL,
+				NULL, cur, dry, out);
+	json_decref(cur);
+	*raced = code == 409 || code == 404;
+out:
+	diff_ssa_result_release(&r);
+	err_release(&err);
+	buf_release(&msg);
+	json_decref(live);
+	json_decref(view);
+	return code;
+}
+
+static void handle_apply_sub(struct emu_server *srv,
+			     const struct emu_request *req,
+			     const struct target *t, const char *mgr,
+			     bool force, bool dry, struct emu_response *resp)
+{
+	json_t *applied, *out = NULL, *s;
+	bool raced;
+	int code, attempt;
+
+	if (!(applied = sub_applied(req, t, resp)))
+		return;
+	for (attempt = 0;; attempt++) {
+		code = apply_sub_once(srv, t, applied, mgr, force, dry, &out,
+				      &raced);
+		if (!raced || attempt == 5)
+			break;
+		json_decref(out);
+		out = NULL;
+	}
+	if (code == 200 && !strcmp(t->sub, "scale")) {
+		s = scale_of(out);
+		json_decref(out);
+		out = s;
+	}
+	reply_json(resp, code, out);
+	json_decref(applied);
+}
+
+/*
  * PATCH with application/apply-patch+yaml: server-side apply. The body
  * is YAML or JSON; ?fieldManager= is required, ?force=true takes fields
  * from other managers instead of failing with a Conflict.
@@ -567,9 +943,7 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 		goto out;
 	}
 	if (t->sub) {
-		reply_status(resp, 415, "UnsupportedMediaType",
-			     "kube-emu applies only to the main resource, "
-			     "not to /status or /scale");
+		handle_apply_sub(srv, req, t, mgr, force, dry, resp);
 		goto out;
 	}
 	if (!(body = decode_patch(req, "body", "error decoding YAML",
@@ -598,51 +972,96 @@ out:
 	buf_release(&av);
 }
 
+/* A JSON patch body: an array of operations (JSON only, as kube). */
+static json_t *decode_json_patch(const struct emu_request *req,
+				 struct emu_response *resp)
+{
+	struct buf msg = BUF_INIT;
+	json_error_t jerr;
+	json_t *ops = NULL;
+
+	if (req->body_too_large) {
+		buf_addf(&msg, "Request entity too large: limit is %u",
+			 EMU_MAX_BODY);
+		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		goto out;
+	}
+	ops = json_loadb(req->body ? req->body : "", req->body_len,
+			 JSON_DECODE_ANY, &jerr);
+	if (!ops) {
+		buf_addf(&msg, "invalid JSON patch: %s", jerr.text);
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+	} else if (!json_is_array(ops)) {
+		json_decref(ops);
+		ops = NULL;
+		reply_status(resp, 400, "BadRequest",
+			     "json: cannot unmarshal object into Go value of "
+			     "type jsonpatch.Patch");
+	}
+out:
+	buf_release(&msg);
+	return ops;
+}
+
 static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 			 const struct target *t, bool dry,
 			 struct emu_response *resp)
 {
 	struct buf msg = BUF_INIT, mgr = BUF_INIT;
-	json_t *patch = NULL, *out = NULL;
-	bool smp, pinned;
+	json_t *patch = NULL, *out = NULL, *op;
+	const char *path;
+	enum patch_type type;
+	bool pinned;
+	size_t i;
 	int code, attempt;
 
 	if (media_is(req->content_type, "application/apply-patch+yaml")) {
 		handle_apply(srv, req, t, dry, resp);
 		return;
 	}
-	smp = media_is(req->content_type,
-		       "application/strategic-merge-patch+json");
-	if (!smp &&
-	    !media_is(req->content_type, "application/merge-patch+json")) {
+	if (media_is(req->content_type,
+		     "application/strategic-merge-patch+json")) {
+		type = PATCH_STRATEGIC;
+	} else if (media_is(req->content_type,
+			    "application/merge-patch+json")) {
+		type = PATCH_MERGE;
+	} else if (media_is(req->content_type,
+			    "application/json-patch+json")) {
+		type = PATCH_JSON;
+	} else {
 		buf_addf(&msg, "the body of the request was in an unknown "
 			       "format - accepted media types include: "
-			       "application/apply-patch+yaml, "
+			       "application/json-patch+json, "
 			       "application/merge-patch+json, "
+			       "application/apply-patch+yaml, "
 			       "application/strategic-merge-patch+json");
 		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
 		goto out;
 	}
-	if (!(patch = decode_patch(req, "patch", "error decoding patch",
-				   "the patch must be one object", resp)))
+	if (type == PATCH_JSON)
+		patch = decode_json_patch(req, resp);
+	else
+		patch = decode_patch(req, "patch", "error decoding patch",
+				     "the patch must be one object", resp);
+	if (!patch)
 		goto out;
-	if (smp && !smp_is_merge_patch(patch)) {
-		reply_status(resp, 415, "UnsupportedMediaType",
-			     "kube-emu applies a strategic merge patch only "
-			     "when it holds no list and no $ directive; send "
-			     "application/merge-patch+json");
-		goto out;
-	}
 	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
 	/*
 	 * A patch without a resourceVersion applies to whatever is current:
 	 * a write racing with ours is retried, as the API server does,
-	 * instead of failing with a Conflict.
+	 * instead of failing with a Conflict. A JSON patch pins one when an
+	 * operation names /metadata/resourceVersion.
 	 */
 	pinned = json_object_get(json_object_get(patch, "metadata"),
 				 "resourceVersion") != NULL;
+	json_array_foreach(patch, i, op)
+	{
+		path = json_string_value(json_object_get(op, "path"));
+		if (path && !strcmp(path, "/metadata/resourceVersion"))
+			pinned = true;
+	}
 	for (attempt = 0;; attempt++) {
-		code = patch_once(srv, t, patch, mgr.ptr, dry, &out);
+		code = patch_once(srv, t, type, patch, mgr.ptr, dry, &out);
 		if (code != 409 || pinned || attempt == 5)
 			break;
 		json_decref(out);
@@ -682,6 +1101,7 @@ static void handle_watch(struct emu_server *srv, const struct emu_request *req,
 	wo.fields = query(req, "fieldSelector");
 	wo.rv = query(req, "resourceVersion");
 	wo.bookmarks = query_true(req, "allowWatchBookmarks");
+	wo.table = emu_table_wanted(req->accept);
 	wo.timeout_s = (unsigned)n;
 	code = emu_watch_open(&srv->store, t->res, &wo, &resp->watch, &status);
 	if (code) {
@@ -691,6 +1111,70 @@ static void handle_watch(struct emu_server *srv, const struct emu_request *req,
 	resp->code = 200;
 	resp->content_type = "application/json";
 	buf_reset(&resp->body);
+}
+
+static bool is_watch(const struct emu_request *req)
+{
+	const char *w = query(req, "watch");
+
+	return w && strcmp(w, "false") && strcmp(w, "0");
+}
+
+/*
+ * DELETE on a collection: every object the selectors match is deleted
+ * (each a DELETED event), and the answer is the list as it was read
+ * before, as the registry's DeleteCollection returns it. An object gone
+ * meanwhile is skipped.
+ */
+static void handle_delete_collection(struct emu_server *srv,
+				     const struct emu_request *req,
+				     const struct target *t, bool dry,
+				     struct emu_response *resp)
+{
+	struct emu_selector sel = EMU_SELECTOR_INIT;
+	struct emu_field_selector fs = EMU_FIELD_SELECTOR_INIT;
+	struct emu_list_options lo = {0};
+	struct buf msg = BUF_INIT;
+	json_t *list = NULL, *item, *st;
+	const json_t *meta;
+	const char *name, *ns;
+	size_t i;
+	int code;
+
+	if (emu_selector_parse(&sel, query(req, "labelSelector"), &msg) < 0 ||
+	    emu_field_selector_parse(&fs, query(req, "fieldSelector"), &msg) <
+		    0) {
+		reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	lo.ns = t->ns;
+	lo.labels = &sel;
+	lo.fields = &fs;
+	code = emu_store_list(&srv->store, t->res, &lo, &list);
+	if (code != 200) {
+		reply_json(resp, code, list);
+		list = NULL;
+		goto out;
+	}
+	json_array_foreach(json_object_get(list, "items"), i, item)
+	{
+		meta = json_object_get(item, "metadata");
+		name = json_string_value(json_object_get(meta, "name"));
+		ns = json_string_value(json_object_get(meta, "namespace"));
+		if (!name)
+			continue;
+		st = NULL;
+		emu_store_delete(&srv->store, t->res, ns ? ns : "", name, dry,
+				 &st);
+		json_decref(st);
+	}
+	reply_json(resp, 200, list);
+	list = NULL;
+out:
+	json_decref(list);
+	emu_selector_release(&sel);
+	emu_field_selector_release(&fs);
+	buf_release(&msg);
 }
 
 static void handle_resource(struct emu_server *srv,
@@ -712,9 +1196,7 @@ static void handle_resource(struct emu_server *srv,
 	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
 	if (!t->name) {
 		if (!strcmp(m, "GET")) {
-			if (query(req, "watch") &&
-			    strcmp(query(req, "watch"), "false") &&
-			    strcmp(query(req, "watch"), "0")) {
+			if (is_watch(req)) {
 				handle_watch(srv, req, t, resp);
 				goto out;
 			}
@@ -738,6 +1220,15 @@ static void handle_resource(struct emu_server *srv,
 			lo.fields = &fs;
 			lo.cont = query(req, "continue");
 			code = emu_store_list(&srv->store, t->res, &lo, &out);
+			if (code == 200 && emu_table_wanted(req->accept)) {
+				cur = emu_table_new(t->res,
+						    json_object_get(out, "items"),
+						    json_object_get(out,
+								    "metadata"),
+						    true);
+				json_decref(out);
+				out = cur;
+			}
 			reply_json(resp, code, out);
 		} else if (!strcmp(m, "POST") && t->ns) {
 			if (!(obj = decode_body(req, resp)) ||
@@ -748,6 +1239,9 @@ static void handle_resource(struct emu_server *srv,
 						t->ns ? t->ns : "", obj,
 						mgr.ptr, dry, &out);
 			reply_json(resp, code, out);
+		} else if (!strcmp(m, "DELETE") && t->ns &&
+			   strcmp(t->res->name, "namespaces")) {
+			handle_delete_collection(srv, req, t, dry, resp);
 		} else {
 			reply_method_not_allowed(resp, req);
 		}
@@ -759,6 +1253,12 @@ static void handle_resource(struct emu_server *srv,
 			cur = scale_of(out);
 			json_decref(out);
 			out = cur;
+		} else if (code == 200 && !t->sub &&
+			   emu_table_wanted(req->accept)) {
+			cur = json_pack("[O]", out);
+			json_decref(out);
+			out = emu_table_new(t->res, cur, NULL, true);
+			json_decref(cur);
 		}
 		reply_json(resp, code, out);
 	} else if (!strcmp(m, "PUT")) {
@@ -926,12 +1426,137 @@ static int handle_static(struct emu_server *srv, char **seg, size_t n,
 	return 0;
 }
 
+/* The Kubernetes verb of a request on a resource. */
+static const char *verb_of(const struct emu_request *req,
+			   const struct target *t)
+{
+	const char *m = req->method;
+
+	if (!strcmp(m, "GET"))
+		return t->name ? "get" : is_watch(req) ? "watch" : "list";
+	if (!strcmp(m, "POST"))
+		return "create";
+	if (!strcmp(m, "PUT"))
+		return "update";
+	if (!strcmp(m, "PATCH"))
+		return "patch";
+	if (!strcmp(m, "DELETE"))
+		return t->name ? "delete" : "deletecollection";
+	return "unknown";
+}
+
+/* Count a request on no resource (discovery, /version, a bad path). */
+static void count_plain(struct emu_server *srv, const struct emu_request *req,
+			const struct emu_response *resp)
+{
+	char verb[16];
+	size_t i;
+
+	for (i = 0; req->method[i] && i < sizeof(verb) - 1; i++)
+		verb[i] = (char)tolower((unsigned char)req->method[i]);
+	verb[i] = '\0';
+	emu_faults_count(srv->faults, verb, NULL, NULL, resp->code);
+}
+
+/*
+ * The name a create body gives its object, for faults matching names;
+ * NULL when there is none or the body does not parse (the create then
+ * fails on its own). Caller frees.
+ */
+static char *body_name(const struct emu_request *req)
+{
+	struct render_docs docs = RENDER_DOCS_INIT;
+	struct err err = ERR_INIT;
+	const char *name = NULL;
+	char *copy;
+
+	if (!req->body_too_large && req->body_len &&
+	    !media_is(req->content_type,
+		      "application/vnd.kubernetes.protobuf") &&
+	    render_parse(&docs, req->body, req->body_len, "body", &err) == 0 &&
+	    docs.len == 1)
+		name = json_string_value(json_object_get(
+			json_object_get(docs.items[0].value, "metadata"),
+			"name"));
+	copy = name ? strdup(name) : NULL;
+	render_docs_release(&docs);
+	err_release(&err);
+	return copy;
+}
+
+/*
+ * Match the faults against a request and do what fires before it is
+ * handled: wait, or answer a failure Status (true: answered, the request
+ * is not handled). Watch faults and drop are the caller's, after.
+ */
+static bool inject_faults(struct emu_server *srv,
+			  const struct emu_request *req,
+			  const struct target *t, const char *verb,
+			  struct emu_fault_hit *hit, struct emu_response *resp)
+{
+	const char *rv = query(req, "resourceVersion");
+	const char *cont = query(req, "continue");
+	char *created = NULL;
+	const char *name = t->name;
+	bool has_rv, list = !strcmp(verb, "list"), answered = false;
+	struct timespec ts;
+
+	if (!srv->faults)
+		return false;
+	has_rv = (cont && *cont) || (rv && *rv && strcmp(rv, "0"));
+	if (!strcmp(verb, "create") && (created = body_name(req)))
+		name = created;
+	emu_faults_match(srv->faults, verb, t->res, t->ns, name, has_rv, hit);
+	if (hit->latency_ms) {
+		ts.tv_sec = hit->latency_ms / 1000;
+		ts.tv_nsec = (long)(hit->latency_ms % 1000) * 1000000L;
+		while (nanosleep(&ts, &ts) < 0)
+			;
+	}
+	if (hit->code) {
+		reply_json(resp, hit->code,
+			   emu_fault_status(hit->code, t->res, name,
+					    *hit->message ? hit->message : NULL,
+					    hit->retry_after));
+		resp->retry_after = hit->retry_after;
+		answered = true;
+	} else if (hit->expire && list) {
+		/* a watch expires in its stream, after the headers */
+		reply_json(resp, 410,
+			   emu_status_new(
+				   410, "Expired",
+				   cont && *cont
+					   ? "The provided continue parameter "
+					     "is too old to display a "
+					     "consistent list result. You can "
+					     "start a new list without the "
+					     "continue parameter, or use the "
+					     "continue token in this response "
+					     "to retrieve the remainder of the "
+					     "results. Continuing with the "
+					     "provided token results in an "
+					     "inconsistent list - objects that "
+					     "were created, modified, or "
+					     "deleted between the time the "
+					     "first chunk was returned and now "
+					     "may show up in the list."
+					   : "The resourceVersion for the "
+					     "provided list is too old.",
+				   NULL, NULL, NULL));
+		answered = true;
+	}
+	free(created);
+	return answered;
+}
+
 void emu_handle(struct emu_server *srv, const struct emu_request *req,
 		struct emu_response *resp)
 {
 	char *path = strdup(req->path ? req->path : "/"), *save = NULL, *s;
 	char *seg[MAX_SEGMENTS];
+	struct emu_fault_hit hit = {0};
 	struct target t;
+	const char *verb;
 	size_t n = 0;
 
 	if (!path) {
@@ -957,19 +1582,41 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 	}
 	if (!authorized(srv, req)) {
 		reply_status(resp, 401, "Unauthorized", "Unauthorized");
+		if (!(n >= 1 && !strcmp(seg[0], "emu")))
+			count_plain(srv, req, resp);
+		goto out;
+	}
+	if (n >= 1 && !strcmp(seg[0], "emu")) {
+		/* the emulator's own controls: not counted, no faults */
+		if (emu_faults_control(srv->faults, req, seg, n, resp) < 0 &&
+		    emu_actors_control(srv->store.actors, req, seg, n, resp) <
+			    0)
+			reply_not_found(resp);
 		goto out;
 	}
 	if (!strcmp(req->method, "GET") &&
-	    handle_static(srv, seg, n, resp) == 0)
+	    handle_static(srv, seg, n, resp) == 0) {
+		count_plain(srv, req, resp);
 		goto out;
-	if (n >= 3 && !strcmp(seg[0], "api") &&
-	    resolve("", seg[1], seg + 2, n - 2, &t) == 0) {
-		handle_resource(srv, req, &t, resp);
-	} else if (n >= 4 && !strcmp(seg[0], "apis") &&
-		   resolve(seg[1], seg[2], seg + 3, n - 3, &t) == 0) {
-		handle_resource(srv, req, &t, resp);
+	}
+	if ((n >= 3 && !strcmp(seg[0], "api") &&
+	     resolve("", seg[1], seg + 2, n - 2, &t) == 0) ||
+	    (n >= 4 && !strcmp(seg[0], "apis") &&
+	     resolve(seg[1], seg[2], seg + 3, n - 3, &t) == 0)) {
+		verb = verb_of(req, &t);
+		if (!inject_faults(srv, req, &t, verb, &hit, resp))
+			handle_resource(srv, req, &t, resp);
+		if (resp->watch && hit.expire)
+			emu_watch_expire(resp->watch,
+					 query(req, "resourceVersion"));
+		else if (resp->watch && hit.watch_end_ms)
+			emu_watch_end_after(resp->watch, hit.watch_end_ms);
+		if (hit.drop)
+			resp->drop = true;
+		emu_faults_count(srv->faults, verb, t.res, t.sub, resp->code);
 	} else {
 		reply_not_found(resp);
+		count_plain(srv, req, resp);
 	}
 out:
 	free(path);

@@ -140,6 +140,105 @@ static const json_t *value_at(const json_t *obj, const struct diff_path *p,
 	return cur;
 }
 
+/*
+ * Nodes that exist in the zero value of a built-in kind's Go type (struct
+ * fields that are not pointers): an Update never "adds" them, so they get
+ * no "." of their own. "[]" stands for any list item.
+ */
+static const char *const zero_structs[] = {
+	"metadata",
+	"spec",
+	"status",
+	"roleRef",
+	"spec.strategy",
+	"spec.updateStrategy",
+	"spec.scaleTargetRef",
+	"status.loadBalancer",
+	"spec.template",
+	"spec.template.metadata",
+	"spec.template.spec",
+	"spec.template.spec.containers[].resources",
+	"spec.template.spec.initContainers[].resources",
+	"spec.containers[].resources",
+	"spec.initContainers[].resources",
+	"spec.jobTemplate",
+	"spec.jobTemplate.metadata",
+	"spec.jobTemplate.spec",
+	"spec.jobTemplate.spec.template",
+	"spec.jobTemplate.spec.template.metadata",
+	"spec.jobTemplate.spec.template.spec",
+	"spec.jobTemplate.spec.template.spec.containers[].resources",
+	"spec.jobTemplate.spec.template.spec.initContainers[].resources",
+	"spec.volumeClaimTemplates[].metadata",
+	"spec.volumeClaimTemplates[].spec",
+	"spec.volumeClaimTemplates[].spec.resources",
+	"spec.volumeClaimTemplates[].status",
+	NULL,
+};
+
+static bool is_zero_struct(const struct emu_resource *res,
+			   const struct diff_path *p, size_t len)
+{
+	const char *const *z;
+	struct buf b = BUF_INIT;
+	bool found = false;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (p->pe[i].type == DIFF_PE_FIELD)
+			buf_addf(&b, "%s%s", i ? "." : "", p->pe[i].text);
+		else
+			buf_adds(&b, "[]");
+	}
+	if (emu_resource_is_custom(res)) {
+		found = !strcmp(buf_cstr(&b), "metadata");
+	} else {
+		for (z = zero_structs; *z && !found; z++)
+			found = !strcmp(buf_cstr(&b), *z);
+	}
+	buf_release(&b);
+	return found;
+}
+
+struct self_ctx {
+	const json_t *old;
+	const json_t *new_obj;
+	const struct diff_schema *schema;
+	const struct emu_resource *res;
+	struct diff_fieldset *selves;
+	int error;
+};
+
+/*
+ * For each added member, the maps and optional structs above it that the
+ * write brought into existence: kube's Update entries own those nodes
+ * too (`"f:labels":{".":{},"f:app":{}}` after `kubectl create`), as the
+ * field manager compares against the Go type's zero value.
+ */
+static int add_selves(const struct diff_path *path, void *data)
+{
+	struct self_ctx *c = data;
+	struct diff_path prefix = {path->pe, 0};
+	const json_t *now, *before;
+
+	for (prefix.len = 1; prefix.len < path->len; prefix.len++) {
+		if (path->pe[prefix.len - 1].type != DIFF_PE_FIELD)
+			continue;
+		now = value_at(c->new_obj, &prefix, c->schema);
+		if (!json_is_object(now) || !json_object_size(now))
+			continue;
+		before = c->old ? value_at(c->old, &prefix, c->schema) : NULL;
+		if (json_is_object(before) ||
+		    is_zero_struct(c->res, &prefix, prefix.len))
+			continue;
+		if (diff_fieldset_insert(c->selves, &prefix) < 0) {
+			c->error = -1;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 struct modified_ctx {
 	const json_t *old;
 	const json_t *new_obj;
@@ -197,6 +296,43 @@ static bool str_is(const json_t *v, const char *s)
 	return s ? have && !strcmp(have, s) : have == NULL;
 }
 
+/*
+ * diff_fieldset_of_object() leaves status out (syncd never owns it), but
+ * the API server tracks status like any field: writes through /status
+ * own what they set. The fields of obj's status (walked with the kind's
+ * status schema, then put under f:status) are added to *set.
+ */
+static int add_status_fields(struct diff_fieldset **set, const json_t *obj,
+			     const struct diff_schema *schema)
+{
+	const json_t *status = json_object_get(obj, "status");
+	struct diff_fieldset *st = NULL, *both;
+	json_t *js = NULL;
+	int error = -1;
+
+	if (!json_is_object(status) || !json_object_size(status))
+		return 0;
+	if (diff_fieldset_of_object(&st, status,
+				    diff_schema_field(schema, "status"),
+				    NULL) < 0)
+		goto out;
+	js = json_pack("{s:o}", "f:status", diff_fieldset_to_json(st));
+	diff_fieldset_free(st);
+	st = NULL;
+	if (!js || diff_fieldset_parse(&st, js, NULL) < 0)
+		goto out;
+	both = diff_fieldset_union(*set, st);
+	if (!both)
+		goto out;
+	diff_fieldset_free(*set);
+	*set = both;
+	error = 0;
+out:
+	diff_fieldset_free(st);
+	json_decref(js);
+	return error;
+}
+
 int emu_managed_update(json_t *obj, const json_t *old,
 		       const struct emu_resource *res, const char *manager,
 		       const char *sub, const char *api_version)
@@ -205,6 +341,7 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	struct diff_fieldset *removed = NULL, *touched = NULL, *both = NULL;
 	struct diff_fieldset *mine = NULL, *tmp = NULL, *entry_set = NULL;
 	struct modified_ctx mc = {0};
+	struct self_ctx sc = {0};
 	json_t *meta = json_object_get(obj, "metadata"), *entries, *out, *e;
 	const struct diff_schema *schema;
 	const json_t *incoming;
@@ -217,10 +354,12 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	locked = true;
 	if (!schema || !json_is_object(meta))
 		goto out;
-	if (diff_fieldset_of_object(&set_new, obj, schema, NULL) < 0)
+	if (diff_fieldset_of_object(&set_new, obj, schema, NULL) < 0 ||
+	    add_status_fields(&set_new, obj, schema) < 0)
 		goto out;
 	if (old) {
-		if (diff_fieldset_of_object(&set_old, old, schema, NULL) < 0)
+		if (diff_fieldset_of_object(&set_old, old, schema, NULL) < 0 ||
+		    add_status_fields(&set_old, old, schema) < 0)
 			goto out;
 	} else if (!(set_old = diff_fieldset_new())) {
 		goto out;
@@ -236,7 +375,17 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	mc.schema = schema;
 	if (old && diff_fieldset_walk(both, check_modified, &mc) < 0)
 		goto out;
-	touched = diff_fieldset_union(added, mc.modified);
+	sc.old = old;
+	sc.new_obj = obj;
+	sc.schema = schema;
+	sc.res = res;
+	sc.selves = diff_fieldset_new();
+	if (!sc.selves || diff_fieldset_walk(added, add_selves, &sc) < 0)
+		goto out;
+	tmp = diff_fieldset_union(added, mc.modified);
+	touched = tmp ? diff_fieldset_union(tmp, sc.selves) : NULL;
+	diff_fieldset_free(tmp);
+	tmp = NULL;
 	if (!touched)
 		goto out;
 
@@ -317,6 +466,7 @@ out:
 	diff_fieldset_free(mine);
 	diff_fieldset_free(entry_set);
 	diff_fieldset_free(mc.modified);
+	diff_fieldset_free(sc.selves);
 	return error;
 }
 

@@ -1,6 +1,8 @@
 /*
  * The built-in resource table and the discovery documents made from it.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
@@ -77,7 +79,7 @@ emu_resource_find(const char *group, const char *version, const char *name)
 		if (!strcmp(r->group, group) && !strcmp(r->version, version) &&
 		    !strcmp(r->name, name))
 			return r;
-	return NULL;
+	return emu_crd_find(group, version, name);
 }
 
 void emu_resource_qualified(const struct emu_resource *res, struct buf *out)
@@ -114,6 +116,11 @@ json_t *emu_discovery_api(const char *host)
 			 "clientCIDR", "0.0.0.0/0", "serverAddress", host);
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Has an earlier table entry the same group (and version when given)? */
 static bool seen_before(const struct emu_resource *r, bool with_version)
 {
@@ -124,6 +131,136 @@ static bool seen_before(const struct emu_resource *r, bool with_version)
 		    (!with_version || !strcmp(p->version, r->version)))
 			return true;
 	return false;
+}
+
+/*
+ * Kube's version order ("kube-aware"): GA before beta before alpha,
+ * higher numbers first; other strings after them, alphabetically.
+ */
+static int version_rank(const char *v, long *major, long *minor)
+{
+	char *end;
+
+	*major = *minor = 0;
+	if (v[0] != 'v' || v[1] < '1' || v[1] > '9')
+		return 3;
+	*major = strtol(v + 1, &end, 10);
+	if (!*end)
+		return 0;
+	if (!strncmp(end, "beta", 4) && end[4] >= '1' && end[4] <= '9') {
+		*minor = strtol(end + 4, &end, 10);
+		return *end ? 3 : 1;
+	}
+	if (!strncmp(end, "alpha", 5) && end[5] >= '1' && end[5] <= '9') {
+		*minor = strtol(end + 5, &end, 10);
+		return *end ? 3 : 2;
+	}
+	return 3;
+}
+
+static int version_cmp(const void *a, const void *b)
+{
+	const char *x = json_string_value(*(json_t *const *)a);
+	const char *y = json_string_value(*(json_t *const *)b);
+	long xm, xn, ym, yn;
+	int rx = version_rank(x, &xm, &xn), ry = version_rank(y, &ym, &yn);
+
+	if (rx != ry)
+		return rx - ry;
+	if (rx == 3)
+		return strcmp(x, y);
+	if (xm != ym)
+		return xm > ym ? -1 : 1;
+	if (xn != yn)
+		return xn > yn ? -1 : 1;
+	return 0;
+}
+
+/* Collects {group: {version: true}} of the custom resources. */
+static void collect_group(const struct emu_resource *res,
+			  const json_t *categories, const json_t *schema,
+			  void *arg)
+{
+	json_t *groups = arg, *g = json_object_get(groups, res->group);
+
+	(void)categories;
+	(void)schema;
+	if (!g) {
+		g = json_object();
+		json_object_set_new(groups, res->group, g);
+	}
+	json_object_set_new(g, res->version, json_true());
+}
+
+/* The versions of one custom group, in kube's order (new reference). */
+static json_t *sorted_versions(const json_t *versions)
+{
+	const char *v;
+	json_t *val, **arr, *out = json_array();
+	size_t n = 0, i;
+
+	arr = calloc(json_object_size(versions) + 1, sizeof(*arr));
+	if (!arr)
+		return out;
+	json_object_foreach((json_t *)versions, v, val)
+	{
+		arr[n++] = json_string(v);
+	}
+	qsort(arr, n, sizeof(*arr), version_cmp);
+	for (i = 0; i < n; i++)
+		json_array_append_new(out, arr[i]);
+	free(arr);
+	return out;
+}
+
+static json_t *group_json(const char *group, const json_t *versions)
+{
+	json_t *vs = json_array(), *v, *g;
+	char gv[256];
+	size_t i;
+
+	json_array_foreach(versions, i, v)
+	{
+		snprintf(gv, sizeof(gv), "%s/%s", group, json_string_value(v));
+		json_array_append_new(
+			vs, json_pack("{s:s, s:s}", "groupVersion", gv,
+				      "version", json_string_value(v)));
+	}
+	g = json_pack("{s:s, s:o, s:O}", "name", group, "versions", vs,
+		      "preferredVersion", json_array_get(vs, 0));
+	return g;
+}
+
+/*
+ * The groups of the custom resources, after the built-in ones as the
+ * aggregator orders them (lower priority), alphabetically.
+ */
+static void add_custom_groups(json_t *groups)
+{
+	json_t *custom = json_object(), *versions;
+	const char **names;
+	const char *g;
+	json_t *val;
+	size_t n = 0, i;
+
+	emu_crd_foreach(collect_group, custom);
+	names = calloc(json_object_size(custom) + 1, sizeof(*names));
+	if (names) {
+		json_object_foreach(custom, g, val)
+		{
+			names[n++] = g;
+		}
+		qsort(names, n, sizeof(*names), str_cmp);
+		for (i = 0; i < n; i++) {
+			versions = sorted_versions(
+				json_object_get(custom, names[i]));
+			json_array_append_new(groups,
+					      group_json(names[i], versions));
+			json_decref(versions);
+		}
+	}
+	free(names);
+	json_decref(custom);
 }
 
 json_t *emu_discovery_groups(void)
@@ -143,6 +280,7 @@ json_t *emu_discovery_groups(void)
 				  "version", r->version, "preferredVersion",
 				  "groupVersion", gv, "version", r->version));
 	}
+	add_custom_groups(groups);
 	return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList",
 			 "apiVersion", "v1", "groups", groups);
 }
@@ -190,36 +328,66 @@ static json_t *subresource_json(const struct emu_resource *r, const char *sub)
 	return o;
 }
 
+/* Append r and its subresources to list; categories NULL: from flags. */
+static void add_resource(json_t *list, const struct emu_resource *r,
+			 const json_t *categories)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->name,
+		      "singularName", r->singular, "namespaced",
+		      (r->flags & EMU_RES_NAMESPACED) != 0, "kind", r->kind,
+		      "verbs", verbs_json(r));
+	if (r->short_names)
+		json_object_set_new(o, "shortNames",
+				    short_names_json(r->short_names));
+	if (categories && json_array_size(categories))
+		json_object_set_new(o, "categories",
+				    json_deep_copy(categories));
+	else if (!categories && (r->flags & EMU_RES_CAT_ALL))
+		json_object_set_new(o, "categories", json_pack("[s]", "all"));
+	json_array_append_new(list, o);
+	if (r->flags & EMU_RES_STATUS)
+		json_array_append_new(list, subresource_json(r, "status"));
+	if (r->flags & EMU_RES_SCALE)
+		json_array_append_new(list, subresource_json(r, "scale"));
+}
+
+struct gv_filter {
+	const char *group;
+	const char *version;
+	json_t *list; /* NULL until something matched */
+};
+
+static void add_custom_resource(const struct emu_resource *res,
+				const json_t *categories, const json_t *schema,
+				void *arg)
+{
+	struct gv_filter *f = arg;
+
+	(void)schema;
+	if (strcmp(res->group, f->group) || strcmp(res->version, f->version))
+		return;
+	if (!f->list)
+		f->list = json_array();
+	add_resource(f->list, res, categories);
+}
+
 json_t *emu_discovery_resources(const char *group, const char *version)
 {
 	const struct emu_resource *r;
-	json_t *list = NULL, *o;
+	struct gv_filter f = {group, version, NULL};
 	char gv[256];
 
 	for (r = emu_resources; r->name; r++) {
 		if (strcmp(r->group, group) || strcmp(r->version, version))
 			continue;
-		if (!list)
-			list = json_array();
-		o = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", r->name,
-			      "singularName", r->singular, "namespaced",
-			      (r->flags & EMU_RES_NAMESPACED) != 0, "kind",
-			      r->kind, "verbs", verbs_json(r));
-		if (r->short_names)
-			json_object_set_new(o, "shortNames",
-					    short_names_json(r->short_names));
-		if (r->flags & EMU_RES_CAT_ALL)
-			json_object_set_new(o, "categories",
-					    json_pack("[s]", "all"));
-		json_array_append_new(list, o);
-		if (r->flags & EMU_RES_STATUS)
-			json_array_append_new(list,
-					      subresource_json(r, "status"));
-		if (r->flags & EMU_RES_SCALE)
-			json_array_append_new(list,
-					      subresource_json(r, "scale"));
+		if (!f.list)
+			f.list = json_array();
+		add_resource(f.list, r, NULL);
 	}
-	if (!list)
+	emu_crd_foreach(add_custom_resource, &f);
+	if (!f.list)
 		return NULL;
 	if (*group)
 		snprintf(gv, sizeof(gv), "%s/%s", group, version);
@@ -227,28 +395,40 @@ json_t *emu_discovery_resources(const char *group, const char *version)
 		snprintf(gv, sizeof(gv), "%s", version);
 	return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
 			 "apiVersion", "v1", "groupVersion", gv, "resources",
-			 list);
+			 f.list);
+}
+
+static void index_add(json_t *paths, const char *group, const char *version)
+{
+	char key[256], url[300];
+
+	if (*group)
+		snprintf(key, sizeof(key), "apis/%s/%s", group, version);
+	else
+		snprintf(key, sizeof(key), "api/%s", version);
+	snprintf(url, sizeof(url), "/openapi/v3/%s?hash=0", key);
+	json_object_set_new(paths, key,
+			    json_pack("{s:s}", "serverRelativeURL", url));
+}
+
+static void index_add_custom(const struct emu_resource *res,
+			     const json_t *categories, const json_t *schema,
+			     void *arg)
+{
+	(void)categories;
+	(void)schema;
+	index_add(arg, res->group, res->version);
 }
 
 json_t *emu_openapi_v3_index(void)
 {
 	const struct emu_resource *r;
 	json_t *paths = json_object();
-	char key[256], url[300];
 
-	for (r = emu_resources; r->name; r++) {
-		if (seen_before(r, true))
-			continue;
-		if (*r->group)
-			snprintf(key, sizeof(key), "apis/%s/%s", r->group,
-				 r->version);
-		else
-			snprintf(key, sizeof(key), "api/%s", r->version);
-		snprintf(url, sizeof(url), "/openapi/v3/%s?hash=0", key);
-		json_object_set_new(
-			paths, key,
-			json_pack("{s:s}", "serverRelativeURL", url));
-	}
+	for (r = emu_resources; r->name; r++)
+		if (!seen_before(r, true))
+			index_add(paths, r->group, r->version);
+	emu_crd_foreach(index_add_custom, paths);
 	return json_pack("{s:o}", "paths", paths);
 }
 
@@ -284,60 +464,86 @@ static json_t *operation(const struct emu_resource *r, const char *action,
 	return op;
 }
 
+struct openapi_doc {
+	const char *group;
+	const char *version;
+	json_t *paths;
+	json_t *schemas;
+	bool found;
+};
+
+/* The paths and schema of one resource; schema NULL: any object. */
+static void doc_add(struct openapi_doc *d, const struct emu_resource *r,
+		    const json_t *schema)
+{
+	char base[256], coll[400], item[420], name[256];
+	json_t *s;
+
+	d->found = true;
+	if (*r->group)
+		snprintf(base, sizeof(base), "/apis/%s/%s", r->group,
+			 r->version);
+	else
+		snprintf(base, sizeof(base), "/api/%s", r->version);
+	snprintf(coll, sizeof(coll), "%s%s/%s", base,
+		 (r->flags & EMU_RES_NAMESPACED) ? "/namespaces/{namespace}"
+						 : "",
+		 r->name);
+	snprintf(item, sizeof(item), "%s/{name}", coll);
+	json_object_set_new(d->paths, coll,
+			    json_pack("{s:o, s:o}", "get",
+				      operation(r, "list", false), "post",
+				      operation(r, "post", true)));
+	json_object_set_new(d->paths, item,
+			    json_pack("{s:o, s:o, s:o, s:o}", "get",
+				      operation(r, "get", false), "put",
+				      operation(r, "put", true), "patch",
+				      operation(r, "patch", true), "delete",
+				      operation(r, "delete", false)));
+	snprintf(name, sizeof(name), "io.k8s.emu.%s.%s.%s",
+		 *r->group ? r->group : "core", r->version, r->kind);
+	if (schema) {
+		s = json_deep_copy(schema);
+	} else {
+		s = json_pack("{s:s, s:b}", "type", "object",
+			      "x-kubernetes-preserve-unknown-fields", 1);
+	}
+	json_object_set_new(s, "x-kubernetes-group-version-kind",
+			    json_pack("[{s:s, s:s, s:s}]", "group", r->group,
+				      "version", r->version, "kind", r->kind));
+	json_object_set_new(d->schemas, name, s);
+}
+
+static void doc_add_custom(const struct emu_resource *res,
+			   const json_t *categories, const json_t *schema,
+			   void *arg)
+{
+	struct openapi_doc *d = arg;
+
+	(void)categories;
+	if (!strcmp(res->group, d->group) && !strcmp(res->version, d->version))
+		doc_add(d, res, schema);
+}
+
 json_t *emu_openapi_v3_doc(const char *group, const char *version)
 {
 	const struct emu_resource *r;
-	json_t *paths = json_object(), *schemas = json_object(), *doc;
-	char base[256], coll[400], item[420], schema[256];
-	bool found = false;
+	struct openapi_doc d = {group, version, json_object(), json_object(),
+				false};
 
-	for (r = emu_resources; r->name; r++) {
-		if (strcmp(r->group, group) || strcmp(r->version, version))
-			continue;
-		found = true;
-		if (*group)
-			snprintf(base, sizeof(base), "/apis/%s/%s", group,
-				 version);
-		else
-			snprintf(base, sizeof(base), "/api/%s", version);
-		snprintf(coll, sizeof(coll), "%s%s/%s", base,
-			 (r->flags & EMU_RES_NAMESPACED)
-				 ? "/namespaces/{namespace}"
-				 : "",
-			 r->name);
-		snprintf(item, sizeof(item), "%s/{name}", coll);
-		json_object_set_new(paths, coll,
-				    json_pack("{s:o, s:o}", "get",
-					      operation(r, "list", false),
-					      "post",
-					      operation(r, "post", true)));
-		json_object_set_new(
-			paths, item,
-			json_pack("{s:o, s:o, s:o, s:o}", "get",
-				  operation(r, "get", false), "put",
-				  operation(r, "put", true), "patch",
-				  operation(r, "patch", true), "delete",
-				  operation(r, "delete", false)));
-		snprintf(schema, sizeof(schema), "io.k8s.emu.%s.%s.%s",
-			 *group ? group : "core", version, r->kind);
-		json_object_set_new(
-			schemas, schema,
-			json_pack("{s:s, s:b, s:[{s:s, s:s, s:s}]}", "type",
-				  "object",
-				  "x-kubernetes-preserve-unknown-fields", 1,
-				  "x-kubernetes-group-version-kind", "group",
-				  group, "version", version, "kind", r->kind));
-	}
-	if (!found) {
-		json_decref(paths);
-		json_decref(schemas);
+	for (r = emu_resources; r->name; r++)
+		if (!strcmp(r->group, group) && !strcmp(r->version, version))
+			doc_add(&d, r, NULL);
+	emu_crd_foreach(doc_add_custom, &d);
+	if (!d.found) {
+		json_decref(d.paths);
+		json_decref(d.schemas);
 		return NULL;
 	}
-	doc = json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o}}", "openapi", "3.0.0",
-			"info", "title", "Kubernetes", "version",
-			EMU_KUBE_GIT_VERSION, "paths", paths, "components",
-			"schemas", schemas);
-	return doc;
+	return json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:o}}", "openapi",
+			 "3.0.0", "info", "title", "Kubernetes", "version",
+			 EMU_KUBE_GIT_VERSION, "paths", d.paths, "components",
+			 "schemas", d.schemas);
 }
 
 json_t *emu_openapi_v2(void)

@@ -53,18 +53,257 @@ static const char *meta_str(const json_t *obj, const char *key)
 		json_object_get(json_object_get(obj, "metadata"), key));
 }
 
+/*
+ * The hash index: slots map hash(resource, namespace, name) to an item's
+ * position plus one (0: empty slot). Linear probing, at most half full;
+ * removal shifts later slots of the run back, so there are no
+ * tombstones. Items move (a removal puts the last item in the hole), and
+ * the index follows them.
+ */
+struct emu_slot {
+	uint32_t hash;
+	uint32_t item; /* position + 1; 0: empty */
+};
+
+static uint32_t key_hash(const struct emu_resource *res, const char *ns,
+			 const char *name)
+{
+	uintptr_t p = (uintptr_t)res;
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < sizeof(p); i++, p >>= 8)
+		h = (h ^ (p & 0xff)) * 16777619u;
+	for (; *ns; ns++)
+		h = (h ^ (unsigned char)*ns) * 16777619u;
+	h = (h ^ '/') * 16777619u;
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+static bool entry_is(const struct emu_entry *e, const struct emu_resource *res,
+		     const char *ns, const char *name)
+{
+	return e->res == res && !strcmp(e->name, name) && !strcmp(e->ns, ns);
+}
+
 /* Index of the entry, or -1. Lock held. */
 static ssize_t find(const struct emu_store *st, const struct emu_resource *res,
 		    const char *ns, const char *name)
 {
+	uint32_t h;
+	size_t mask = st->nslots - 1, k;
+	const struct emu_slot *sl;
+
+	if (!st->nslots)
+		return -1;
+	h = key_hash(res, ns, name);
+	for (k = h & mask;; k = (k + 1) & mask) {
+		sl = &st->slots[k];
+		if (!sl->item)
+			return -1;
+		if (sl->hash == h &&
+		    entry_is(&st->items[sl->item - 1], res, ns, name))
+			return (ssize_t)sl->item - 1;
+	}
+}
+
+static void slot_put(struct emu_slot *slots, size_t nslots, uint32_t h,
+		     uint32_t item)
+{
+	size_t k;
+
+	for (k = h & (nslots - 1); slots[k].item; k = (k + 1) & (nslots - 1))
+		;
+	slots[k].hash = h;
+	slots[k].item = item;
+}
+
+/* Make room for `want` items at most half full. -1: no memory. */
+static int index_reserve(struct emu_store *st, size_t want)
+{
+	struct emu_slot *n;
+	size_t nslots = st->nslots ? st->nslots : 128, k;
+
+	while (nslots < 2 * want)
+		nslots *= 2;
+	if (nslots == st->nslots)
+		return 0;
+	n = calloc(nslots, sizeof(*n));
+	if (!n)
+		return -1;
+	for (k = 0; k < st->nslots; k++)
+		if (st->slots[k].item)
+			slot_put(n, nslots, st->slots[k].hash,
+				 st->slots[k].item);
+	free(st->slots);
+	st->slots = n;
+	st->nslots = nslots;
+	return 0;
+}
+
+/* The slot holding item i. Lock held; the item is indexed. */
+static size_t slot_of(const struct emu_store *st, size_t i)
+{
+	const struct emu_entry *e = &st->items[i];
+	size_t mask = st->nslots - 1, k;
+
+	for (k = key_hash(e->res, e->ns, e->name) & mask;
+	     st->slots[k].item != i + 1; k = (k + 1) & mask)
+		;
+	return k;
+}
+
+/* Take item i out of the index (backward-shift deletion). Lock held. */
+static void index_remove(struct emu_store *st, size_t i)
+{
+	size_t mask = st->nslots - 1, hole = slot_of(st, i), k, home;
+
+	st->slots[hole].item = 0;
+	for (k = (hole + 1) & mask; st->slots[k].item; k = (k + 1) & mask) {
+		home = st->slots[k].hash & mask;
+		/* Move back unless its home lies in (hole, k]. */
+		if ((k > hole && (home <= hole || home > k)) ||
+		    (k < hole && home <= hole && home > k)) {
+			st->slots[hole] = st->slots[k];
+			st->slots[k].item = 0;
+			hole = k;
+		}
+	}
+}
+
+/*
+ * managedFields are the bulkiest part of a small object in jansson (a
+ * 1 KB ConfigMap's single entry costs about 3.7 KB of heap, its fieldsV1
+ * alone 2 KB), and they repeat: objects of one shape written by one
+ * manager have equal fieldsV1, often equal entries. Stored objects are
+ * never changed in place, so equal values are shared: the interned
+ * copies live in one process-wide table, dropped by a sweep once only
+ * the table holds them.
+ */
+struct interned {
+	uint32_t hash; /* of the value's compact JSON */
+	json_t *val;   /* NULL: empty slot */
+};
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct interned *itab;
+static size_t icap, icount, isweep_at = 1024;
+
+static uint32_t str_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void intern_put(struct interned *tab, size_t cap,
+		       const struct interned *e)
+{
+	size_t k;
+
+	for (k = e->hash & (cap - 1); tab[k].val; k = (k + 1) & (cap - 1))
+		;
+	tab[k] = *e;
+}
+
+/* Rebuild into `cap` slots; sweep: drop values only the table holds. */
+static int intern_rehash(size_t cap, bool sweep)
+{
+	struct interned *n = calloc(cap, sizeof(*n));
+	size_t k;
+
+	if (!n)
+		return -1;
+	icount = 0;
+	for (k = 0; k < icap; k++) {
+		if (!itab[k].val)
+			continue;
+		if (sweep && itab[k].val->refcount == 1) {
+			json_decref(itab[k].val);
+			continue;
+		}
+		intern_put(n, cap, &itab[k]);
+		icount++;
+	}
+	free(itab);
+	itab = n;
+	icap = cap;
+	return 0;
+}
+
+/*
+ * The shared equal of `v` (a new reference), or v itself when it is new
+ * or memory runs out. Takes v's reference.
+ */
+static json_t *intern(json_t *v)
+{
+	struct interned e;
+	json_t *found = NULL;
+	char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t k;
+
+	if (!text)
+		return v;
+	e.hash = str_hash(text);
+	free(text);
+	pthread_mutex_lock(&intern_lock);
+	for (k = icap ? e.hash & (icap - 1) : 0; icap && itab[k].val;
+	     k = (k + 1) & (icap - 1)) {
+		if (itab[k].hash == e.hash && json_equal(itab[k].val, v)) {
+			found = json_incref(itab[k].val);
+			break;
+		}
+	}
+	if (found) {
+		json_decref(v);
+		goto out;
+	}
+	if (icount + 1 >= isweep_at) {
+		intern_rehash(icap, true);
+		isweep_at = icount * 2 > 1024 ? icount * 2 : 1024;
+	}
+	found = v;
+	if ((icount + 1) * 2 > icap &&
+	    intern_rehash(icap ? icap * 2 : 256, false) < 0)
+		goto out;
+	e.val = json_incref(v);
+	intern_put(itab, icap, &e);
+	icount++;
+out:
+	pthread_mutex_unlock(&intern_lock);
+	return found;
+}
+
+/* Share the managedFields of an object about to be stored. */
+static void intern_managed_fields(json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	json_t *mf = json_object_get(meta, "managedFields"), *e, *f;
 	size_t i;
 
-	for (i = 0; i < st->len; i++)
-		if (st->items[i].res == res &&
-		    !strcmp(st->items[i].name, name) &&
-		    !strcmp(st->items[i].ns, ns))
-			return (ssize_t)i;
-	return -1;
+	if (!json_is_array(mf) || !json_array_size(mf))
+		return;
+	json_array_foreach(mf, i, e)
+	{
+		if ((f = json_object_get(e, "fieldsV1")))
+			json_object_set_new(e, "fieldsV1",
+					    intern(json_incref(f)));
+	}
+	json_object_set_new(meta, "managedFields", intern(json_incref(mf)));
+}
+
+/* The copy of `obj` the store keeps: compact in memory, shared parts. */
+static json_t *stored_copy(const json_t *obj)
+{
+	json_t *copy = json_deep_copy(obj);
+
+	if (copy)
+		intern_managed_fields(copy);
+	return copy;
 }
 
 static void entry_release(struct emu_entry *e)
@@ -91,6 +330,10 @@ static int insert(struct emu_store *st, const struct emu_resource *res,
 		st->items = n;
 		st->alloc = alloc;
 	}
+	if (st->len >= UINT32_MAX - 1 || index_reserve(st, st->len + 1) < 0) {
+		json_decref(obj);
+		return -1;
+	}
 	e = &st->items[st->len];
 	e->res = res;
 	e->ns = strdup(ns);
@@ -100,7 +343,8 @@ static int insert(struct emu_store *st, const struct emu_resource *res,
 		entry_release(e);
 		return -1;
 	}
-	st->len++;
+	slot_put(st->slots, st->nslots, key_hash(res, ns, name),
+		 (uint32_t)++st->len);
 	return 0;
 }
 
@@ -119,8 +363,19 @@ static void remove_at(struct emu_store *st, size_t i)
 		emu_store_record(st, "DELETED", e->res, e->ns, e->name, gone);
 	}
 	json_decref(gone);
+	index_remove(st, i);
 	entry_release(&st->items[i]);
-	st->items[i] = st->items[--st->len];
+	if (i != --st->len) {
+		/* The last item fills the hole; its slot follows it. */
+		st->slots[slot_of(st, st->len)].item = (uint32_t)i + 1;
+		st->items[i] = st->items[st->len];
+	}
+}
+
+static bool is_crd_res(const struct emu_resource *res)
+{
+	return !strcmp(res->name, "customresourcedefinitions") &&
+	       !strcmp(res->group, "apiextensions.k8s.io");
 }
 
 static const struct emu_resource *namespaces_res(void)
@@ -183,11 +438,17 @@ void emu_store_release(struct emu_store *st)
 
 	if (!st)
 		return;
-	for (i = 0; i < st->len; i++)
+	for (i = 0; i < st->len; i++) {
+		if (is_crd_res(st->items[i].res))
+			emu_crd_unregister(st->items[i].obj);
 		entry_release(&st->items[i]);
+	}
 	free(st->items);
 	st->items = NULL;
 	st->len = st->alloc = 0;
+	free(st->slots);
+	st->slots = NULL;
+	st->nslots = 0;
 	emu_store_watch_release(st);
 	pthread_cond_destroy(&st->changed);
 	pthread_mutex_destroy(&st->lock);
@@ -292,6 +553,7 @@ int emu_store_list(struct emu_store *st, const struct emu_resource *res,
 	json_t *items = NULL, *list = NULL, *item, *meta;
 	size_t n = 0, i, first = 0, count;
 	const struct emu_entry *e;
+	bool custom = emu_resource_is_custom(res);
 	int code = 200;
 	char rv[24];
 
@@ -339,9 +601,18 @@ int emu_store_list(struct emu_store *st, const struct emu_resource *res,
 	for (i = first, count = 0; i < n; i++, count++) {
 		if (opts->limit && count == opts->limit)
 			break;
-		item = json_deep_copy(sel[i]->obj);
-		json_object_del(item, "kind");
-		json_object_del(item, "apiVersion");
+		/*
+		 * A shallow copy: stored objects are never changed in place
+		 * (a write stores a new object), so the items may share
+		 * their members; readers of a list must not change them.
+		 * Typed lists drop each item's kind and apiVersion;
+		 * custom resources, unstructured in kube, keep them.
+		 */
+		item = json_copy(sel[i]->obj);
+		if (!custom) {
+			json_object_del(item, "kind");
+			json_object_del(item, "apiVersion");
+		}
 		json_array_append_new(items, item);
 	}
 	snprintf(rv, sizeof(rv), "%llu", (unsigned long long)st->rv);
@@ -354,7 +625,10 @@ int emu_store_list(struct emu_store *st, const struct emu_resource *res,
 		json_object_set_new(meta, "remainingItemCount",
 				    json_integer((json_int_t)(n - i)));
 	}
-	buf_addf(&lk, "%sList", res->kind);
+	if (emu_crd_list_kind(res))
+		buf_adds(&lk, emu_crd_list_kind(res));
+	else
+		buf_addf(&lk, "%sList", res->kind);
 	buf_reset(&key);
 	emu_resource_api_version(res, &key);
 	list = json_pack("{s:s, s:s, s:o, s:o}", "kind", buf_cstr(&lk),
@@ -374,6 +648,117 @@ out:
 	buf_release(&tok);
 	buf_release(&lk);
 	return code;
+}
+
+/* json_equal() of two objects' members other than `skip`. */
+static bool equal_except(const json_t *a, const json_t *b, const char *skip)
+{
+	const char *k;
+	json_t *v;
+
+	if (json_object_size(a) - (json_object_get(a, skip) != NULL) !=
+	    json_object_size(b) - (json_object_get(b, skip) != NULL))
+		return false;
+	json_object_foreach((json_t *)a, k, v)
+	{
+		if (strcmp(k, skip) && !json_equal(v, json_object_get(b, k)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Would storing `obj` over `old` change nothing? The managedFields of
+ * the writer's own entry get a new time even when it touched nothing;
+ * such an update is still a no-op, as in kube (mf_before: obj's
+ * managedFields before the bookkeeping).
+ */
+static bool is_noop(const json_t *obj, const json_t *old,
+		    const json_t *mf_before)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *oldmeta = json_object_get(old, "metadata");
+
+	if (json_equal(obj, old))
+		return true;
+	return equal_except(obj, old, "metadata") &&
+	       equal_except(meta, oldmeta, "managedFields") &&
+	       json_equal(mf_before, json_object_get(oldmeta, "managedFields"));
+}
+
+/*
+ * Does the update change what bumps metadata.generation? Built-in kinds:
+ * the spec. Custom resources: anything but metadata (and status when
+ * it has its own subresource), as kube's customresource strategy.
+ */
+static bool generation_changes(const struct emu_resource *res,
+			       const json_t *obj, const json_t *old)
+{
+	const char *k;
+	json_t *v;
+
+	if (!emu_resource_is_custom(res))
+		return !json_equal(json_object_get(obj, "spec"),
+				   json_object_get(old, "spec"));
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		if (!strcmp(k, "metadata") ||
+		    (!strcmp(k, "status") && (res->flags & EMU_RES_STATUS)))
+			continue;
+		if (!json_equal(v, json_object_get(old, k)))
+			return true;
+	}
+	json_object_foreach((json_t *)old, k, v)
+	{
+		if (!strcmp(k, "metadata") ||
+		    (!strcmp(k, "status") && (res->flags & EMU_RES_STATUS)))
+			continue;
+		if (!json_object_get(obj, k))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Defaulting, validation, managedFields and admission of a write, in
+ * kube's order: defaults are owned by the writer (they are part of its
+ * request once defaulted), what admission adds is owned by nobody.
+ * `old` is NULL on create. Returns NULL, or a new Status refusing the
+ * write. Lock held.
+ */
+static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
+			   json_t *obj, const json_t *old, const char *manager,
+			   const char *sub)
+{
+	bool crd = is_crd_res(res) && !sub;
+	struct buf av = BUF_INIT;
+	json_t *status, *before = NULL;
+
+	status = emu_defaults_apply(st, res, obj, old);
+	if (!status && crd)
+		status = emu_crd_prepare(res, obj);
+	if (!status)
+		status = emu_validate_object(res, obj);
+	if (status)
+		goto out;
+	emu_resource_api_version(res, &av);
+	if (manager)
+		emu_managed_update(obj, old, res, manager, sub, av.ptr);
+	if (is_crd_res(res)) {
+		/* The naming and establishing controllers' status write. */
+		before = manager ? json_deep_copy(obj) : NULL;
+		emu_crd_set_status(obj, old);
+		if (before && !json_equal(json_object_get(before, "status"),
+					  json_object_get(obj, "status")))
+			emu_managed_update(obj, before, res, "kube-apiserver",
+					   "status", av.ptr);
+	}
+	status = emu_actors_admit(st->actors, res, old ? "UPDATE" : "CREATE",
+				  obj);
+out:
+	json_decref(before);
+	buf_release(&av);
+	return status;
 }
 
 /* Random suffix of generateName, as kube: 5 characters. */
@@ -396,7 +781,7 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 		     bool dry_run, json_t **out)
 {
 	struct buf name = BUF_INIT, msg = BUF_INIT;
-	json_t *obj = json_deep_copy(in), *meta;
+	json_t *obj = json_deep_copy(in), *meta, *refused;
 	const char *why, *gen;
 	char ts[32], uid[37];
 	int code = 201;
@@ -458,14 +843,27 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 		json_object_del(obj, "status");
 	if (!strcmp(res->name, "namespaces") && !*res->group)
 		namespace_defaults(obj, name.ptr, NULL);
-	if (manager) {
-		buf_reset(&msg);
-		emu_resource_api_version(res, &msg);
-		emu_managed_update(obj, NULL, res, manager, NULL, msg.ptr);
+	if ((refused = admit_write(st, res, obj, NULL, manager, NULL))) {
+		code = (int)json_integer_value(
+			json_object_get(refused, "code"));
+		*out = refused;
+		goto out;
+	}
+	/* Admission may not rename or move the object. */
+	meta = json_object_get(obj, "metadata");
+	json_object_set_new(meta, "name", json_string(name.ptr));
+	if (*ns)
+		json_object_set_new(meta, "namespace", json_string(ns));
+	if (!dry_run && is_crd_res(res) && emu_crd_register(obj, &msg) < 0) {
+		*out = status_invalid(res, name.ptr,
+				      "spec.versions[0].schema.openAPIV3Schema",
+				      "FieldValueInvalid", buf_cstr(&msg));
+		code = 422;
+		goto out;
 	}
 	if (!dry_run) {
 		set_rv(meta, ++st->rv);
-		if (insert(st, res, ns, name.ptr, json_incref(obj)) < 0) {
+		if (insert(st, res, ns, name.ptr, stored_copy(obj)) < 0) {
 			*out = emu_status_new(500, "InternalError",
 					      "out of memory", NULL, NULL,
 					      NULL);
@@ -473,6 +871,7 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 			goto out;
 		}
 		emu_store_record(st, "ADDED", res, ns, name.ptr, obj);
+		emu_actors_notify(st->actors, res, obj);
 	}
 	*out = json_incref(obj);
 out:
@@ -497,18 +896,9 @@ static void conflict_message(struct buf *msg)
 	*msg = full;
 }
 
-int emu_store_update(struct emu_store *st, const struct emu_resource *res,
-		     const char *ns, const char *name, const char *sub,
-		     const char *manager, const json_t *in, bool dry_run,
-		     json_t **out)
+/* What an update keeps of the stored metadata, whatever the body says. */
+static void keep_server_meta(json_t *meta, const json_t *oldmeta)
 {
-	bool status_only = sub && !strcmp(sub, "status");
-	struct buf msg = BUF_INIT;
-	json_t *obj = NULL, *old, *meta, *oldmeta;
-	const char *rv;
-	json_int_t gen;
-	ssize_t i;
-	int code = 200;
 	static const char *const kept[] = {"uid",
 					   "creationTimestamp",
 					   "generation",
@@ -516,6 +906,27 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 					   "deletionTimestamp",
 					   NULL};
 	const char *const *k;
+
+	for (k = kept; *k; k++) {
+		if (json_object_get(oldmeta, *k))
+			json_object_set(meta, *k, json_object_get(oldmeta, *k));
+		else
+			json_object_del(meta, *k);
+	}
+}
+
+int emu_store_update(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const char *name, const char *sub,
+		     const char *manager, const json_t *in, bool dry_run,
+		     json_t **out)
+{
+	bool status_only = sub && !strcmp(sub, "status");
+	struct buf msg = BUF_INIT;
+	json_t *obj = NULL, *old, *meta, *oldmeta, *refused, *mf_before = NULL;
+	const char *rv;
+	json_int_t gen;
+	ssize_t i;
+	int code = 200;
 
 	pthread_mutex_lock(&st->lock);
 	i = find(st, res, ns, name);
@@ -540,8 +951,9 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 		/* /status: only the status comes from the body. */
 		obj = json_deep_copy(old);
 		if (json_object_get(in, "status"))
-			json_object_set(obj, "status",
-					json_object_get(in, "status"));
+			json_object_set_new(
+				obj, "status",
+				json_deep_copy(json_object_get(in, "status")));
 		else
 			json_object_del(obj, "status");
 	} else {
@@ -550,8 +962,10 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 			json_object_set_new(obj, "metadata", json_object());
 		if (res->flags & EMU_RES_STATUS) {
 			if (json_object_get(old, "status"))
-				json_object_set(obj, "status",
-						json_object_get(old, "status"));
+				json_object_set_new(
+					obj, "status",
+					json_deep_copy(json_object_get(
+						old, "status")));
 			else
 				json_object_del(obj, "status");
 		}
@@ -560,12 +974,7 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 	json_object_set_new(meta, "name", json_string(name));
 	if (*ns)
 		json_object_set_new(meta, "namespace", json_string(ns));
-	for (k = kept; *k; k++) {
-		if (json_object_get(oldmeta, *k))
-			json_object_set(meta, *k, json_object_get(oldmeta, *k));
-		else
-			json_object_del(meta, *k);
-	}
+	keep_server_meta(meta, oldmeta);
 	if (!strcmp(res->name, "namespaces") && !*res->group)
 		namespace_defaults(obj, name, old);
 	if (!json_is_array(json_object_get(meta, "managedFields"))) {
@@ -576,32 +985,45 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 		else
 			json_object_del(meta, "managedFields");
 	}
-	if (json_equal(obj, old)) {
-		*out = json_incref(obj);
+	mf_before = json_incref(json_object_get(meta, "managedFields"));
+	if ((refused = admit_write(st, res, obj, old, manager, sub))) {
+		code = (int)json_integer_value(
+			json_object_get(refused, "code"));
+		*out = refused;
+		goto out;
+	}
+	/* Admission may not rename the object or touch what the server owns. */
+	json_object_set_new(meta, "name", json_string(name));
+	keep_server_meta(meta, oldmeta);
+	if (is_noop(obj, old, mf_before)) {
+		*out = json_deep_copy(old);
 		goto out;
 	}
 	if ((res->flags & EMU_RES_GENERATION) &&
-	    !json_equal(json_object_get(obj, "spec"),
-			json_object_get(old, "spec"))) {
+	    generation_changes(res, obj, old)) {
 		gen = json_integer_value(
 			json_object_get(oldmeta, "generation"));
 		json_object_set_new(meta, "generation", json_integer(gen + 1));
 	}
-	if (manager) {
-		buf_reset(&msg);
-		emu_resource_api_version(res, &msg);
-		emu_managed_update(obj, old, res, manager, sub, msg.ptr);
+	if (!dry_run && is_crd_res(res) && emu_crd_register(obj, &msg) < 0) {
+		*out = status_invalid(res, name,
+				      "spec.versions[0].schema.openAPIV3Schema",
+				      "FieldValueInvalid", buf_cstr(&msg));
+		code = 422;
+		goto out;
 	}
 	if (!dry_run) {
 		set_rv(meta, ++st->rv);
 		json_decref(st->items[i].obj);
-		st->items[i].obj = json_incref(obj);
+		st->items[i].obj = stored_copy(obj);
 		emu_store_record(st, "MODIFIED", res, ns, name, obj);
+		emu_actors_notify(st->actors, res, obj);
 	}
 	*out = json_incref(obj);
 out:
 	pthread_mutex_unlock(&st->lock);
 	json_decref(obj);
+	json_decref(mf_before);
 	buf_release(&msg);
 	return code;
 }
@@ -621,7 +1043,7 @@ int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 		     json_t **out)
 {
 	struct buf msg = BUF_INIT;
-	json_t *details;
+	json_t *details, *crd;
 	bool is_ns = res == namespaces_res();
 	ssize_t i;
 	size_t j;
@@ -656,7 +1078,16 @@ int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 	}
 	if (dry_run)
 		goto out;
+	crd = is_crd_res(res) ? json_incref(st->items[i].obj) : NULL;
 	remove_at(st, (size_t)i);
+	if (crd) {
+		/* Its custom objects go with it, then its resources. */
+		for (j = st->len; j-- > 0;)
+			if (emu_crd_serves(crd, st->items[j].res))
+				remove_at(st, j);
+		emu_crd_unregister(crd);
+		json_decref(crd);
+	}
 	if (is_ns) {
 		/* The namespace's objects go with it. */
 		for (j = st->len; j-- > 0;)
@@ -788,22 +1219,35 @@ int emu_store_restore(struct emu_store *st, const json_t *dump,
 				goto out;
 			}
 			ns = meta_str(obj, "namespace");
+			if (find(&tmp, res, ns ? ns : "",
+				 meta_str(obj, "name")) >= 0) {
+				buf_addf(msg,
+					 "objects[%zu]: duplicate %s \"%s\"", i,
+					 path, meta_str(obj, "name"));
+				goto out;
+			}
 			if (insert(&tmp, res, ns ? ns : "",
 				   meta_str(obj, "name"),
-				   json_deep_copy(obj)) < 0) {
+				   stored_copy(obj)) < 0) {
 				buf_adds(msg, "out of memory");
 				goto out;
 			}
+			if (is_crd_res(res) && emu_crd_register(obj, msg) < 0)
+				goto out;
 		}
 	}
 	pthread_mutex_lock(&st->lock);
 	for (i = 0; i < st->len; i++)
 		entry_release(&st->items[i]);
 	free(st->items);
+	free(st->slots);
 	st->items = tmp.items;
 	st->len = tmp.len;
 	st->alloc = tmp.alloc;
+	st->slots = tmp.slots;
+	st->nslots = tmp.nslots;
 	tmp.items = NULL;
+	tmp.slots = NULL;
 	tmp.len = 0;
 	st->rv = rv;
 	pthread_mutex_unlock(&st->lock);
@@ -812,5 +1256,134 @@ out:
 	for (i = 0; i < tmp.len; i++)
 		entry_release(&tmp.items[i]);
 	free(tmp.items);
+	free(tmp.slots);
 	return ret;
+}
+
+/* ---- JSON text ---- */
+
+/* An output buffer that remembers its first failed append. */
+struct writer {
+	struct buf *out;
+	int error;
+};
+
+static void put(struct writer *w, const char *s, size_t len)
+{
+	if (!w->error && buf_add(w->out, s, len) < 0)
+		w->error = -1;
+}
+
+static void write_string(struct writer *w, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s, *end = s + len;
+	char esc[7] = "\\u00";
+	unsigned char c;
+
+	put(w, "\"", 1);
+	for (; s < end; s++) {
+		c = (unsigned char)*s;
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		put(w, run, (size_t)(s - run));
+		run = s + 1;
+		switch (c) {
+		case '"':
+			put(w, "\\\"", 2);
+			break;
+		case '\\':
+			put(w, "\\\\", 2);
+			break;
+		case '\b':
+			put(w, "\\b", 2);
+			break;
+		case '\f':
+			put(w, "\\f", 2);
+			break;
+		case '\n':
+			put(w, "\\n", 2);
+			break;
+		case '\r':
+			put(w, "\\r", 2);
+			break;
+		case '\t':
+			put(w, "\\t", 2);
+			break;
+		default:
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			put(w, esc, 6);
+		}
+	}
+	put(w, run, (size_t)(s - run));
+	put(w, "\"", 1);
+}
+
+static void write_value(struct writer *w, const json_t *v)
+{
+	const char *key;
+	json_t *m;
+	char num[32], *text;
+	size_t i;
+	bool first = true;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		put(w, "{", 1);
+		json_object_foreach((json_t *)v, key, m)
+		{
+			if (!first)
+				put(w, ",", 1);
+			first = false;
+			write_string(w, key, strlen(key));
+			put(w, ":", 1);
+			write_value(w, m);
+		}
+		put(w, "}", 1);
+		break;
+	case JSON_ARRAY:
+		put(w, "[", 1);
+		json_array_foreach(v, i, m)
+		{
+			if (i)
+				put(w, ",", 1);
+			write_value(w, m);
+		}
+		put(w, "]", 1);
+		break;
+	case JSON_STRING:
+		write_string(w, json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER:
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(v));
+		put(w, num, strlen(num));
+		break;
+	case JSON_TRUE:
+		put(w, "true", 4);
+		break;
+	case JSON_FALSE:
+		put(w, "false", 5);
+		break;
+	case JSON_NULL:
+		put(w, "null", 4);
+		break;
+	default:
+		/* Reals: jansson's own digits, so both writers agree. */
+		text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!text)
+			w->error = -1;
+		else
+			put(w, text, strlen(text));
+		free(text);
+	}
+}
+
+int emu_json_write(const json_t *v, struct buf *out)
+{
+	struct writer w = {out, 0};
+
+	write_value(&w, v);
+	return w.error;
 }

@@ -22,6 +22,8 @@ struct emu_watch {
 	struct buf queue; /* pending lines, capped at EMU_WATCH_QUEUE_MAX */
 	bool ended;	  /* no more events: the queue drains, then -1 */
 	bool bookmarks;
+	bool table;	   /* events carry meta.k8s.io Tables (kubectl get -w) */
+	bool sent_headers; /* the first Table went out with its columns */
 	struct timespec next_bookmark;
 	struct timespec deadline; /* tv_sec 0: none */
 };
@@ -71,8 +73,20 @@ static bool matches(const struct emu_watch *w, const struct emu_resource *res,
 /* Queue one event line; a full queue ends the watch. Lock held. */
 static void enqueue(struct emu_watch *w, const char *type, const json_t *obj)
 {
-	json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
-	char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	json_t *ev, *one, *table = NULL;
+	char *s;
+
+	if (w->table && strcmp(type, "ERROR") && strcmp(type, "BOOKMARK")) {
+		/* Only the first Table carries the column definitions. */
+		one = json_pack("[O]", obj);
+		table = emu_table_new(w->res, one, NULL, !w->sent_headers);
+		json_decref(one);
+		w->sent_headers = true;
+		obj = table;
+	}
+	ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
+	json_decref(table);
+	s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
 
 	if (!s || buf_adds(&w->queue, s) < 0 || buf_addch(&w->queue, '\n') < 0)
 		w->ended = true;
@@ -219,6 +233,7 @@ int emu_watch_open(struct emu_store *st, const struct emu_resource *res,
 	w->st = st;
 	w->res = res;
 	w->bookmarks = opts->bookmarks;
+	w->table = opts->table;
 	buf_init(&w->queue, EMU_WATCH_QUEUE_MAX);
 	if (emu_selector_parse(&w->labels, opts->labels, &msg) < 0 ||
 	    emu_field_selector_parse(&w->fields, opts->fields, &msg) < 0) {
@@ -313,6 +328,44 @@ int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms)
 	}
 	pthread_mutex_unlock(&st->lock);
 	return ret;
+}
+
+void emu_watch_end_after(struct emu_watch *w, unsigned ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	ts_add_ms(&t, (long)ms);
+	pthread_mutex_lock(&w->st->lock);
+	if (!w->deadline.tv_sec || ts_reached(&w->deadline, &t))
+		w->deadline = t;
+	pthread_cond_broadcast(&w->st->changed);
+	pthread_mutex_unlock(&w->st->lock);
+}
+
+/*
+ * As if the history had been compacted past `rv`: the oldest version the
+ * store still serves is newer than it.
+ */
+void emu_watch_expire(struct emu_watch *w, const char *rv)
+{
+	struct emu_store *st = w->st;
+	uint64_t want = 0, oldest;
+	char *end;
+
+	if (rv && *rv) {
+		want = strtoull(rv, &end, 10);
+		if (*end)
+			want = 0;
+	}
+	pthread_mutex_lock(&st->lock);
+	oldest = st->hist_len ? st->hist[st->hist_first].rv : st->rv + 1;
+	if (oldest <= want)
+		oldest = want + 1;
+	buf_reset(&w->queue);
+	expire(w, want, oldest);
+	pthread_cond_broadcast(&st->changed);
+	pthread_mutex_unlock(&st->lock);
 }
 
 void emu_watch_free(struct emu_watch *w)

@@ -1,0 +1,496 @@
+/*
+ * Unit tests of CustomResourceDefinitions: registration, discovery,
+ * custom objects with the CRD's list types, deletion and restore.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/kube-emu/emu.h"
+
+#define CRD_URL "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+#define WIDGET_URL	"/apis/example.com/v1/namespaces/default/widgets"
+#define JSON_CT		"application/json"
+#define MERGE_CT	"application/merge-patch+json"
+#define APPLY_CT	"application/apply-patch+yaml"
+
+/* A namespaced CRD with /status and a spec.ports list map keyed by name. */
+static const char widget_crd[] =
+	"{\"apiVersion\":\"apiextensions.k8s.io/v1\","
+	"\"kind\":\"CustomResourceDefinition\","
+	"\"metadata\":{\"name\":\"widgets.example.com\"},"
+	"\"spec\":{\"group\":\"example.com\",\"scope\":\"Namespaced\","
+	"\"names\":{\"plural\":\"widgets\",\"kind\":\"Widget\","
+	"\"shortNames\":[\"wd\"],\"categories\":[\"all\",\"things\"]},"
+	"\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+	"\"subresources\":{\"status\":{}},"
+	"\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+	"\"spec\":{\"type\":\"object\",\"properties\":{"
+	"\"size\":{\"type\":\"integer\"},"
+	"\"ports\":{\"type\":\"array\",\"x-kubernetes-list-type\":\"map\","
+	"\"x-kubernetes-list-map-keys\":[\"name\"],"
+	"\"items\":{\"type\":\"object\",\"properties\":{"
+	"\"name\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"}}}}}},"
+	"\"status\":{\"type\":\"object\","
+	"\"x-kubernetes-preserve-unknown-fields\":true}}}}}]}}";
+
+/* Drive the handler like an HTTP request ("PATH?k=v&k=v"). */
+static int call(struct emu_server *srv, const char *method, const char *url,
+		const char *ct, const char *body, json_t **out)
+{
+	struct emu_request req = {0};
+	struct emu_response resp = EMU_RESPONSE_INIT;
+	struct emu_param q[4];
+	char path[256], *qs, *save = NULL, *kv, *eq;
+
+	snprintf(path, sizeof(path), "%s", url);
+	qs = strchr(path, '?');
+	if (qs) {
+		*qs++ = '\0';
+		for (kv = strtok_r(qs, "&", &save); kv && req.nquery < 4;
+		     kv = strtok_r(NULL, "&", &save)) {
+			eq = strchr(kv, '=');
+			if (eq)
+				*eq++ = '\0';
+			q[req.nquery].key = kv;
+			q[req.nquery].value = eq ? eq : "";
+			req.nquery++;
+		}
+	}
+	req.method = method;
+	req.path = path;
+	req.query = q;
+	req.content_type = ct;
+	req.body = body;
+	req.body_len = body ? strlen(body) : 0;
+	req.authorization = "Bearer T";
+	req.user_agent = "kubectl/v1.32.4 (linux/amd64)";
+	emu_handle(srv, &req, &resp);
+	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
+	buf_release(&resp.body);
+	return resp.code;
+}
+
+static const char *str_at(const json_t *o, const char *a, const char *b)
+{
+	const json_t *v = json_object_get(o, a);
+
+	if (b)
+		v = json_object_get(v, b);
+	return json_string_value(v);
+}
+
+/* The condition of `type` in a CRD's status. */
+static const json_t *condition(const json_t *crd, const char *type)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(
+		json_object_get(json_object_get(crd, "status"), "conditions"),
+		i, c) if (!strcmp(str_at(c, "type", NULL), type)) return c;
+	return NULL;
+}
+
+static char *fields_of(const json_t *obj, const char *manager)
+{
+	json_t *mf = json_object_get(json_object_get(obj, "metadata"),
+				     "managedFields"),
+	       *e;
+	size_t i;
+
+	json_array_foreach(mf, i, e)
+	{
+		if (!strcmp(json_string_value(json_object_get(e, "manager")),
+			    manager))
+			return json_dumps(json_object_get(e, "fieldsV1"),
+					  JSON_COMPACT | JSON_SORT_KEYS);
+	}
+	return strdup("");
+}
+
+static json_int_t generation(const json_t *obj)
+{
+	return json_integer_value(json_object_get(
+		json_object_get(obj, "metadata"), "generation"));
+}
+
+/* The discovery entry of resource `name` in an APIResourceList. */
+static const json_t *discovered(const json_t *list, const char *name)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(
+		json_object_get(list, "resources"), i,
+		r) if (!strcmp(str_at(r, "name", NULL), name)) return r;
+	return NULL;
+}
+
+static void server_init(struct emu_server *srv)
+{
+	memset(srv, 0, sizeof(*srv));
+	srv->token = "T";
+	cr_assert_eq(emu_store_init(&srv->store), 0);
+}
+
+static void create_widget_crd(struct emu_server *srv)
+{
+	json_t *out = NULL;
+
+	cr_assert_eq(call(srv, "POST", CRD_URL "?fieldManager=kubectl", JSON_CT,
+			  widget_crd, &out),
+		     201, "%s", str_at(out, "message", NULL));
+	json_decref(out);
+}
+
+Test(crd, established_and_discovered)
+{
+	struct emu_server srv;
+	json_t *out = NULL, *g;
+	const json_t *c, *r;
+	size_t i;
+	bool found = false;
+	char *f;
+
+	server_init(&srv);
+	cr_assert_null(emu_resource_find("example.com", "v1", "widgets"));
+	cr_assert_eq(call(&srv, "POST", CRD_URL "?fieldManager=kubectl",
+			  JSON_CT, widget_crd, &out),
+		     201);
+	c = condition(out, "NamesAccepted");
+	cr_assert_not_null(c);
+	cr_assert_str_eq(str_at(c, "status", NULL), "True");
+	cr_assert_str_eq(str_at(c, "reason", NULL), "NoConflicts");
+	cr_assert_str_eq(str_at(c, "message", NULL), "no conflicts found");
+	c = condition(out, "Established");
+	cr_assert_not_null(c);
+	cr_assert_str_eq(str_at(c, "status", NULL), "True");
+	cr_assert_str_eq(str_at(c, "reason", NULL), "InitialNamesAccepted");
+	cr_assert_str_eq(
+		str_at(json_object_get(out, "status"), "acceptedNames", "kind"),
+		"Widget");
+	cr_assert_str_eq(str_at(json_object_get(out, "status"), "acceptedNames",
+				"listKind"),
+			 "WidgetList");
+	cr_assert_str_eq(
+		str_at(json_object_get(out, "spec"), "names", "singular"),
+		"widget");
+	cr_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(json_object_get(out, "status"),
+						 "storedVersions"),
+				 0)),
+			 "v1");
+	cr_assert_eq(generation(out), 1);
+	/* The status is the server's, recorded as its /status write. */
+	f = fields_of(out, "kube-apiserver");
+	cr_assert_not_null(strstr(f, "f:conditions"), "%s", json_dumps(out, 0));
+	free(f);
+	json_decref(out);
+
+	cr_assert_not_null(emu_resource_find("example.com", "v1", "widgets"));
+	cr_assert_eq(call(&srv, "GET", "/apis", NULL, NULL, &out), 200);
+	json_array_foreach(json_object_get(out, "groups"), i, g)
+	{
+		if (strcmp(str_at(g, "name", NULL), "example.com"))
+			continue;
+		found = true;
+		cr_assert_str_eq(str_at(g, "preferredVersion", "groupVersion"),
+				 "example.com/v1");
+	}
+	cr_assert(found);
+	json_decref(out);
+	cr_assert_eq(call(&srv, "GET", "/apis/example.com", NULL, NULL, &out),
+		     200);
+	cr_assert_str_eq(str_at(out, "name", NULL), "example.com");
+	json_decref(out);
+
+	cr_assert_eq(
+		call(&srv, "GET", "/apis/example.com/v1", NULL, NULL, &out),
+		200);
+	r = discovered(out, "widgets");
+	cr_assert_not_null(r);
+	cr_assert_str_eq(str_at(r, "kind", NULL), "Widget");
+	cr_assert_str_eq(str_at(r, "singularName", NULL), "widget");
+	cr_assert(json_is_true(json_object_get(r, "namespaced")));
+	cr_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(r, "shortNames"), 0)),
+			 "wd");
+	cr_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(r, "categories"), 1)),
+			 "things");
+	cr_assert_not_null(discovered(out, "widgets/status"));
+	cr_assert_null(discovered(out, "widgets/scale"));
+	json_decref(out);
+
+	cr_assert_eq(call(&srv, "GET", "/openapi/v3", NULL, NULL, &out), 200);
+	cr_assert_not_null(json_object_get(json_object_get(out, "paths"),
+					   "apis/example.com/v1"));
+	json_decref(out);
+	cr_assert_eq(call(&srv, "GET", "/openapi/v3/apis/example.com/v1", NULL,
+			  NULL, &out),
+		     200);
+	cr_assert_not_null(json_object_get(
+		json_object_get(json_object_get(out, "components"), "schemas"),
+		"io.k8s.emu.example.com.v1.Widget"));
+	json_decref(out);
+	emu_store_release(&srv.store);
+}
+
+Test(crd, custom_objects)
+{
+	struct emu_server srv;
+	json_t *out = NULL, *item;
+	char *f;
+
+	server_init(&srv);
+	create_widget_crd(&srv);
+
+	cr_assert_eq(call(&srv, "POST", WIDGET_URL "?fieldManager=writer",
+			  JSON_CT,
+			  "{\"apiVersion\":\"example.com/v1\",\"kind\":"
+			  "\"Widget\",\"metadata\":{\"name\":\"w1\"},"
+			  "\"spec\":{\"size\":1,\"ports\":[{\"name\":"
+			  "\"http\",\"port\":80}]},\"status\":{\"ok\":true}}",
+			  &out),
+		     201, "%s", str_at(out, "message", NULL));
+	cr_assert_eq(generation(out), 1);
+	/* /status exists, so a create drops the status. */
+	cr_assert_null(json_object_get(out, "status"));
+	f = fields_of(out, "writer");
+	cr_assert_not_null(strstr(f, "\"k:{\\\"name\\\":\\\"http\\\"}\""), "%s",
+			   f);
+	free(f);
+	json_decref(out);
+
+	cr_assert_eq(call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
+		     200);
+	cr_assert_str_eq(str_at(out, "kind", NULL), "Widget");
+	json_decref(out);
+
+	/* A change of the spec bumps the generation; metadata does not. */
+	cr_assert_eq(call(&srv, "PATCH", WIDGET_URL "/w1?fieldManager=writer",
+			  MERGE_CT, "{\"spec\":{\"size\":2}}", &out),
+		     200);
+	cr_assert_eq(generation(out), 2);
+	json_decref(out);
+	cr_assert_eq(call(&srv, "PATCH", WIDGET_URL "/w1?fieldManager=writer",
+			  MERGE_CT, "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
+			  &out),
+		     200);
+	cr_assert_eq(generation(out), 2);
+	json_decref(out);
+
+	/* Server-side apply merges the list map by its key. */
+	cr_assert_eq(call(&srv, "PATCH", WIDGET_URL "/w1?fieldManager=applier",
+			  APPLY_CT,
+			  "apiVersion: example.com/v1\nkind: Widget\n"
+			  "metadata:\n  name: w1\nspec:\n  ports:\n"
+			  "  - name: https\n    port: 443\n",
+			  &out),
+		     200, "%s", str_at(out, "message", NULL));
+	cr_assert_eq(json_array_size(json_object_get(
+			     json_object_get(out, "spec"), "ports")),
+		     2);
+	f = fields_of(out, "applier");
+	cr_assert_not_null(strstr(f, "k:{\\\"name\\\":\\\"https\\\"}"), "%s",
+			   f);
+	cr_assert_null(strstr(f, "\\\"http\\\""), "%s", f);
+	free(f);
+	json_decref(out);
+
+	/* Lists carry the CRD's listKind; items keep kind and apiVersion. */
+	cr_assert_eq(call(&srv, "GET", WIDGET_URL, NULL, NULL, &out), 200);
+	cr_assert_str_eq(str_at(out, "kind", NULL), "WidgetList");
+	cr_assert_str_eq(str_at(out, "apiVersion", NULL), "example.com/v1");
+	cr_assert_eq(json_array_size(json_object_get(out, "items")), 1);
+	item = json_array_get(json_object_get(out, "items"), 0);
+	cr_assert_str_eq(str_at(item, "kind", NULL), "Widget");
+	cr_assert_str_eq(str_at(item, "apiVersion", NULL), "example.com/v1");
+	json_decref(out);
+	emu_store_release(&srv.store);
+}
+
+Test(crd, delete_removes_objects_and_resources)
+{
+	struct emu_server srv;
+	struct emu_watch *w = NULL;
+	struct emu_watch_options wo = {0};
+	struct buf events = BUF_INIT;
+	const struct emu_resource *r;
+	json_t *out = NULL, *st = NULL;
+
+	server_init(&srv);
+	create_widget_crd(&srv);
+	cr_assert_eq(call(&srv, "POST", WIDGET_URL, JSON_CT,
+			  "{\"apiVersion\":\"example.com/v1\",\"kind\":"
+			  "\"Widget\",\"metadata\":{\"name\":\"w1\"}}",
+			  &out),
+		     201);
+	json_decref(out);
+	r = emu_resource_find("example.com", "v1", "widgets");
+	cr_assert_not_null(r);
+	cr_assert_eq(emu_watch_open(&srv.store, r, &wo, &w, &st), 0);
+	while (emu_watch_next(w, &events, 0) > 0)
+		;
+	buf_reset(&events);
+
+	cr_assert_eq(call(&srv, "DELETE", CRD_URL "/widgets.example.com", NULL,
+			  NULL, &out),
+		     200);
+	cr_assert_str_eq(str_at(out, "status", NULL), "Success");
+	json_decref(out);
+	while (emu_watch_next(w, &events, 0) > 0)
+		;
+	cr_assert_not_null(strstr(buf_cstr(&events), "\"DELETED\""), "%s",
+			   buf_cstr(&events));
+	cr_assert_not_null(strstr(buf_cstr(&events), "\"w1\""));
+	emu_watch_free(w);
+	buf_release(&events);
+
+	/* The pointer stays valid, the resource is gone. */
+	cr_assert_str_eq(r->name, "widgets");
+	cr_assert_null(emu_resource_find("example.com", "v1", "widgets"));
+	cr_assert_eq(call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
+		     404);
+	json_decref(out);
+	cr_assert_eq(
+		call(&srv, "GET", "/apis/example.com/v1", NULL, NULL, &out),
+		404);
+	json_decref(out);
+
+	/* Created again, it takes its old entry back, with no objects. */
+	create_widget_crd(&srv);
+	cr_assert_eq(emu_resource_find("example.com", "v1", "widgets"), r);
+	cr_assert_eq(call(&srv, "GET", WIDGET_URL, NULL, NULL, &out), 200);
+	cr_assert_eq(json_array_size(json_object_get(out, "items")), 0);
+	json_decref(out);
+	emu_store_release(&srv.store);
+}
+
+Test(crd, invalid)
+{
+	struct emu_server srv;
+	json_t *out = NULL, *bad;
+	char *body;
+
+	server_init(&srv);
+	bad = json_loads(widget_crd, 0, NULL);
+	json_object_set_new(json_object_get(bad, "metadata"), "name",
+			    json_string("widgets"));
+	body = json_dumps(bad, JSON_COMPACT);
+	cr_assert_eq(call(&srv, "POST", CRD_URL, JSON_CT, body, &out), 422);
+	cr_assert_str_eq(str_at(out, "reason", NULL), "Invalid");
+	cr_assert_str_eq(str_at(out, "message", NULL),
+			 "CustomResourceDefinition.apiextensions.k8s.io "
+			 "\"widgets\" is invalid: metadata.name: Invalid "
+			 "value: \"widgets\": must be "
+			 "spec.names.plural+\".\"+spec.group");
+	cr_assert_str_eq(
+		str_at(json_array_get(
+			       json_object_get(json_object_get(out, "details"),
+					       "causes"),
+			       0),
+		       "field", NULL),
+		"metadata.name");
+	json_decref(out);
+	free(body);
+
+	/* Exactly one storage version. */
+	json_object_set_new(json_object_get(bad, "metadata"), "name",
+			    json_string("widgets.example.com"));
+	json_object_set_new(
+		json_array_get(json_object_get(json_object_get(bad, "spec"),
+					       "versions"),
+			       0),
+		"storage", json_false());
+	body = json_dumps(bad, JSON_COMPACT);
+	cr_assert_eq(call(&srv, "POST", CRD_URL, JSON_CT, body, &out), 422);
+	cr_assert_not_null(strstr(str_at(out, "message", NULL),
+				  "must have exactly one version marked as "
+				  "storage version"));
+	json_decref(out);
+	free(body);
+	json_decref(bad);
+	cr_assert_null(emu_resource_find("example.com", "v1", "widgets"));
+	emu_store_release(&srv.store);
+}
+
+Test(crd, name_conflict_not_accepted)
+{
+	struct emu_server srv;
+	json_t *out = NULL, *other;
+	const json_t *c;
+	char *body;
+
+	server_init(&srv);
+	create_widget_crd(&srv);
+	/* Another plural of the same group claiming kind Widget. */
+	other = json_loads(widget_crd, 0, NULL);
+	json_object_set_new(json_object_get(other, "metadata"), "name",
+			    json_string("gadgets.example.com"));
+	json_object_set_new(
+		json_object_get(json_object_get(other, "spec"), "names"),
+		"plural", json_string("gadgets"));
+	json_object_set_new(
+		json_object_get(json_object_get(other, "spec"), "names"),
+		"singular", json_string("gadget"));
+	json_object_del(
+		json_object_get(json_object_get(other, "spec"), "names"),
+		"shortNames");
+	body = json_dumps(other, JSON_COMPACT);
+	cr_assert_eq(call(&srv, "POST", CRD_URL, JSON_CT, body, &out), 201);
+	c = condition(out, "NamesAccepted");
+	cr_assert_str_eq(str_at(c, "status", NULL), "False");
+	cr_assert_str_eq(str_at(c, "reason", NULL), "KindConflict");
+	cr_assert_str_eq(str_at(c, "message", NULL),
+			 "\"Widget\" is already in use");
+	c = condition(out, "Established");
+	cr_assert_str_eq(str_at(c, "status", NULL), "False");
+	cr_assert_str_eq(str_at(c, "reason", NULL), "NotAccepted");
+	cr_assert_null(emu_resource_find("example.com", "v1", "gadgets"));
+	json_decref(out);
+	free(body);
+	json_decref(other);
+	emu_store_release(&srv.store);
+}
+
+Test(crd, restore)
+{
+	struct emu_server srv;
+	struct buf msg = BUF_INIT;
+	json_t *out = NULL, *dump;
+
+	server_init(&srv);
+	create_widget_crd(&srv);
+	cr_assert_eq(call(&srv, "POST", WIDGET_URL, JSON_CT,
+			  "{\"apiVersion\":\"example.com/v1\",\"kind\":"
+			  "\"Widget\",\"metadata\":{\"name\":\"w1\"},"
+			  "\"spec\":{\"size\":3}}",
+			  &out),
+		     201);
+	json_decref(out);
+	dump = emu_store_dump(&srv.store);
+	cr_assert_not_null(dump);
+	emu_store_release(&srv.store);
+	/* Releasing the store dropped its CRDs' resources. */
+	cr_assert_null(emu_resource_find("example.com", "v1", "widgets"));
+
+	server_init(&srv);
+	cr_assert_eq(emu_store_restore(&srv.store, dump, &msg), 0, "%s",
+		     buf_cstr(&msg));
+	cr_assert_not_null(emu_resource_find("example.com", "v1", "widgets"));
+	cr_assert_eq(call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
+		     200);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(out, "spec"), "size")),
+		     3);
+	json_decref(out);
+	cr_assert_eq(
+		call(&srv, "GET", "/apis/example.com/v1", NULL, NULL, &out),
+		200);
+	json_decref(out);
+	json_decref(dump);
+	buf_release(&msg);
+	emu_store_release(&srv.store);
+}

@@ -1,0 +1,41 @@
+/*
+ * kube-emu's TLS material (--tls): a throwaway CA and a server
+ * certificate signed by it, made with the openssl command.
+ */
+#ifndef KUBE_EMU_TLS_H
+#define KUBE_EMU_TLS_H
+
+#include "util/buf.h"
+
+/* Each member a PEM document, NUL-terminated. */
+struct emu_tls {
+	struct buf key;	 /* the server's private key */
+	struct buf cert; /* the server's certificate */
+	struct buf ca;	 /* the CA certificate clients trust */
+};
+
+#define EMU_TLS_INIT                         \
+	{                                    \
+		BUF_INIT, BUF_INIT, BUF_INIT \
+	}
+
+/* How long one openssl command may run, in ms. */
+#define EMU_TLS_OPENSSL_TIMEOUT_MS 30000
+
+/*
+ * Fill caller storage *t with a new CA and a server certificate for
+ * IP:127.0.0.1, IP:`ip` (the listen address) and DNS:localhost. The
+ * files openssl writes live in a private directory (mode 0700) that is
+ * removed before returning, whatever the outcome: the keys exist only
+ * in memory afterwards. 0, or -1 with a one-line reason appended to
+ * `msg` (openssl missing, failing or timing out). Release *t with
+ * emu_tls_release() in both cases.
+ */
+int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg);
+
+void emu_tls_release(struct emu_tls *t);
+
+/* Append the base64 (RFC 4648, padded) of data[0..len) to `out`. */
+int emu_base64(const void *data, size_t len, struct buf *out);
+
+#endif
