@@ -470,8 +470,8 @@ json_t *emu_strategic_merge_patch(const json_t *orig, const json_t *patch,
  * update), Secrets (type, stringData folded into data), Namespaces'
  * name label, volumes' defaultMode, canonical quantities. `old` is the
  * stored object on update, NULL on create. The store's lock is held.
- * Returns NULL, or a new 422 Invalid Status when a value cannot be
- * defaulted (a quantity that does not parse).
+ * Returns NULL, or a new 400 BadRequest Status when a value cannot be
+ * decoded (a quantity that does not parse), as kube's decoder answers.
  */
 json_t *emu_defaults_apply(struct emu_store *st,
 			   const struct emu_resource *res, json_t *obj,

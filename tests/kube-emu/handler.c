@@ -378,27 +378,30 @@ static json_t *patch_failure(int code, const char *msg)
 
 	switch (code) {
 	case 422:
+		/*
+		 * NewGenericServerResponse(422, ..., isUnexpectedResponse
+		 * false): the library's text is dropped, details are empty.
+		 */
 		st = emu_status_new(code, "Invalid",
 				    "the server rejected our request due to "
 				    "an error in our request",
 				    NULL, NULL, NULL);
-		json_object_set_new(st, "details",
-				    json_pack("{s:[{s:s, s:s}]}", "causes",
-					      "reason",
-					      "UnexpectedServerResponse",
-					      "message", msg));
+		json_object_set_new(st, "details", json_object());
 		return st;
 	case 400:
 		return emu_status_new(code, "BadRequest", msg, NULL, NULL,
 				      NULL);
 	case 409:
 		return emu_status_new(code, "Conflict", msg, NULL, NULL, NULL);
+	case 413:
+		return emu_status_new(code, "RequestEntityTooLarge", msg, NULL,
+				      NULL, NULL);
 	case 415:
 		return emu_status_new(code, "UnsupportedMediaType", msg, NULL,
 				      NULL, NULL);
 	default:
-		return emu_status_new(code, "InternalError", msg, NULL, NULL,
-				      NULL);
+		/* A plain Go error: reason Unknown, which is omitted. */
+		return emu_status_new(code, NULL, msg, NULL, NULL, NULL);
 	}
 }
 

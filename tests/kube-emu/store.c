@@ -753,8 +753,13 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 			emu_managed_update(obj, before, res, "kube-apiserver",
 					   "status", av.ptr);
 	}
-	status = emu_actors_admit(st->actors, res, old ? "UPDATE" : "CREATE",
-				  obj);
+	/*
+	 * Webhook rules name resources, not subresources: a rule on
+	 * "deployments" does not see writes to deployments/status.
+	 */
+	if (!sub)
+		status = emu_actors_admit(st->actors, res,
+					  old ? "UPDATE" : "CREATE", obj);
 out:
 	json_decref(before);
 	buf_release(&av);

@@ -159,6 +159,12 @@ Test(patchwire, json_patch)
 			  &out),
 		     422);
 	cr_assert_str_eq(str(out, "reason"), "Invalid");
+	cr_assert_str_eq(str(out, "message"),
+			 "the server rejected our request due to an error in "
+			 "our request");
+	/* kube drops the library's text: details are empty. */
+	cr_assert(json_is_object(json_object_get(out, "details")));
+	cr_assert_eq(json_object_size(json_object_get(out, "details")), 0);
 	json_decref(out);
 	cr_assert_eq(call(&srv, "GET", CMS "/c", NULL, NULL, &out), 200);
 	cr_assert_str_eq(str(json_object_get(out, "data"), "a"), "2");
