@@ -9,8 +9,7 @@
 #include "diff/diff.h"
 #include "renderers/render.h"
 #include "syncd/cli.h"
-
-#define MAX_GLOBS 32
+#include "syncd/cli_app.h"
 
 static const char usage[] =
 	"usage: syncd render PATH [-o yaml|json] [--include GLOB]... "
@@ -21,12 +20,10 @@ static const char usage[] =
 	"the objects, in path order, as a YAML stream (documents separated by\n"
 	"---) or, with -o json, as one v1 List as kubectl prints it.\n"
 	"\n"
-	"  -o, --output FORMAT   yaml (default) or json\n"
-	"      --include GLOB    only files matching GLOB (repeatable); a glob\n"
-	"                        without '/' matches the file name at any depth\n"
-	"      --exclude GLOB    skip files matching GLOB (repeatable)\n"
-	"      --no-recurse      only the files directly in PATH\n"
-	"  -h, --help            this text\n"
+	"  -o, --output FORMAT        yaml (default) or json\n"
+	"  -h, --help                 this text\n";
+
+static const char usage_tail[] =
 	"\n"
 	"Exit status: 0 rendered, 2 error (one line per problem on stderr).\n";
 
@@ -68,74 +65,74 @@ out:
 
 static int render_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
+	static const struct option own[] = {
 		{"output", required_argument, NULL, 'o'},
-		{"include", required_argument, NULL, 'i'},
-		{"exclude", required_argument, NULL, 'x'},
-		{"no-recurse", no_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct render_dir_options opts = RENDER_DIR_OPTIONS_INIT;
-	const char *include[MAX_GLOBS + 1] = {0}, *exclude[MAX_GLOBS + 1] = {0};
-	size_t ninclude = 0, nexclude = 0;
+	struct cli_app app = CLI_APP_INIT;
 	struct diff_objset set = DIFF_OBJSET_INIT;
 	struct err err = ERR_INIT;
+	const struct option *longopts = cli_app_longopts(&app, own);
 	bool json = false;
-	int c, rc;
+	int c, r, rc = EXIT_ERROR;
 
+	if (!longopts) {
+		fprintf(stderr, "error: out of memory\n");
+		return EXIT_ERROR;
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (!strcmp(optarg, "json"))
+			if (!strcmp(optarg, "json")) {
 				json = true;
-			else if (!strcmp(optarg, "yaml"))
+			} else if (!strcmp(optarg, "yaml")) {
 				json = false;
-			else
-				return cli_usage_error(&cli_render_command,
-						       "unknown output format "
-						       "\"%s\" (want yaml or "
-						       "json)",
-						       optarg);
-			break;
-		case 'i':
-		case 'x':
-			if ((c == 'i' ? ninclude : nexclude) == MAX_GLOBS)
-				return cli_usage_error(&cli_render_command,
-						       "more than %d globs",
-						       MAX_GLOBS);
-			if (c == 'i')
-				include[ninclude++] = optarg;
-			else
-				exclude[nexclude++] = optarg;
-			break;
-		case 'R':
-			opts.no_recurse = true;
+			} else {
+				rc = cli_usage_error(&cli_render_command,
+						     "unknown output format "
+						     "\"%s\" (want yaml or "
+						     "json)",
+						     optarg);
+				goto out;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);
-			return EXIT_OK;
+			cli_app_usage(stdout);
+			fputs(usage_tail, stdout);
+			rc = EXIT_OK;
+			goto out;
 		default:
-			return cli_usage_error(&cli_render_command,
-					       "bad option");
+			r = cli_app_option(&app, c, optarg, &err);
+			if (r < 0) {
+				rc = cli_usage_error(&cli_render_command, "%s",
+						     err_first(&err));
+				goto out;
+			}
+			if (r == 0) {
+				rc = cli_usage_error(&cli_render_command,
+						     "bad option");
+				goto out;
+			}
 		}
 	}
-	if (optind != argc - 1)
-		return cli_usage_error(&cli_render_command,
-				       optind == argc ? "missing PATH"
-						      : "more than one PATH");
-	if (ninclude)
-		opts.include = include;
-	if (nexclude)
-		opts.exclude = exclude;
-
-	if (render_dir(&set, argv[optind], &opts, &err) < 0) {
+	if (optind < argc - 1 || (optind == argc && !app.source.repo)) {
+		rc = cli_usage_error(&cli_render_command,
+				     optind == argc ? "missing PATH"
+						    : "more than one PATH");
+		goto out;
+	}
+	if (cli_app_load(&app, optind < argc ? argv[optind] : NULL, &set, NULL,
+			 &err) < 0) {
 		cli_print_errors(&err);
 		rc = EXIT_ERROR;
 	} else {
 		rc = print_objects(&set, json);
 	}
+out:
+	cli_app_release(&app);
 	diff_objset_release(&set);
 	err_release(&err);
 	return rc;

@@ -1,0 +1,54 @@
+/*
+ * The options every command that reads an app takes (render, diff,
+ * sync): where the files come from (cli_source.h) and how they become
+ * objects (cli_render.h). A command appends cli_app_longopts() to its
+ * own options, hands unknown `val`s to cli_app_option(), and loads the
+ * app's objects with cli_app_load().
+ */
+#ifndef SYNCD_CLI_APP_H
+#define SYNCD_CLI_APP_H
+
+#include <getopt.h>
+
+#include "diff/diff.h"
+#include "syncd/cli_render.h"
+#include "syncd/cli_source.h"
+#include "util/err.h"
+
+struct cli_app {
+	struct cli_source source;
+	struct cli_render render;
+	const char *name;      /* app name (inventory id); NULL: derived */
+	const char *namespace; /* default namespace of the app's objects */
+	struct option *longopts; /* own + app options, from cli_app_longopts */
+};
+
+#define CLI_APP_INIT {CLI_SOURCE_INIT, CLI_RENDER_INIT, NULL, NULL, NULL}
+
+/*
+ * `own` (ended by an all-zero entry) followed by the source and render
+ * options, in app->longopts (released by cli_app_release()). NULL when
+ * out of memory.
+ */
+const struct option *cli_app_longopts(struct cli_app *app,
+				      const struct option *own);
+
+/* 1 when `val` is an app option (taken), 0 when not, <0 on a bad value. */
+int cli_app_option(struct cli_app *app, int val, const char *arg,
+		   struct err *err);
+
+/* The --help text of the app options. */
+void cli_app_usage(FILE *f);
+
+/*
+ * Fetch (when from Git) and render the app at `path` (NULL with --repo)
+ * into *out. *revision (may be NULL) gets the commit id or NULL; it is
+ * owned by `app`.
+ */
+int cli_app_load(struct cli_app *app, const char *path,
+		 struct diff_objset *out, const char **revision,
+		 struct err *err);
+
+void cli_app_release(struct cli_app *app);
+
+#endif

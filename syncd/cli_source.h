@@ -1,0 +1,50 @@
+/*
+ * Where an app's files come from, for every command that takes a PATH:
+ * a local directory or file, or `--repo URL [--revision REV] [--path
+ * SUBDIR]` (a Git repository, syncd/git.c).
+ */
+#ifndef SYNCD_CLI_SOURCE_H
+#define SYNCD_CLI_SOURCE_H
+
+#include <getopt.h>
+
+#include "util/err.h"
+
+/* getopt_long `val`s of these options are in [CLI_SOURCE_OPT, +0x100). */
+#define CLI_SOURCE_OPT 0x1100
+
+struct cli_source {
+	const char *repo;     /* --repo URL; NULL: PATH is local */
+	const char *revision; /* --revision; NULL: the remote's HEAD */
+	const char *subpath;  /* --path SUBDIR inside the repository */
+	const char *cache_dir;
+	/* State of a checkout, released by cli_source_release(). */
+	char *dir;	/* the directory (or file) to render */
+	char *commit;	/* resolved commit id, or NULL for a local PATH */
+	void *priv;
+};
+
+#define CLI_SOURCE_INIT {0}
+
+/* Options, ended by an all-zero entry; text for --help. */
+extern const struct option cli_source_longopts[];
+extern const char cli_source_usage[];
+
+/*
+ * Take option `val` (from getopt_long). 1 when it was one of ours, 0
+ * when not, ERR_USAGE with a message for a bad value.
+ */
+int cli_source_option(struct cli_source *s, int val, const char *arg,
+		      struct err *err);
+
+/*
+ * Make the files available: for a local PATH, s->dir is PATH; with
+ * --repo, PATH must be absent (NULL) and s->dir is a read-only checkout
+ * of the commit (--path inside it), s->commit its id.
+ */
+int cli_source_prepare(struct cli_source *s, const char *path,
+		       struct err *err);
+
+void cli_source_release(struct cli_source *s);
+
+#endif
