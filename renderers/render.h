@@ -100,4 +100,45 @@ struct render_dir_options {
 int render_dir(struct diff_objset *out, const char *root,
 	       const struct render_dir_options *opts, struct err *err);
 
+/* Options of the jsonnet renderer (renderers/jsonnet.c). */
+struct render_jsonnet_options {
+	const char *file;		  /* main file relative to root; NULL: the
+					     only *.jsonnet at the top */
+	const char *const *ext_str;	  /* "NAME=VALUE", NULL-terminated */
+	const char *const *ext_code;	  /* "NAME=CODE" */
+	const char *const *tla_str;	  /* top-level arguments, strings */
+	const char *const *tla_code;	  /* top-level arguments, code */
+	const char *const *jpath;	  /* library dirs, relative to root and
+					     confined to it */
+	size_t max_output;		  /* bytes; 0: 64 MiB */
+};
+
+/*
+ * Evaluate a jsonnet program under `root` with the embedded libjsonnet.
+ * The result may be one object, an array of objects, a List, or an
+ * object whose values are objects (one per key, in key order); each
+ * becomes an object of *out with origin "FILE". Imports outside root
+ * are refused. Evaluation errors keep jsonnet's "file:line:col" message.
+ */
+int render_jsonnet(struct diff_objset *out, const char *root,
+		   const struct render_jsonnet_options *opts, struct err *err);
+
+/* Variables for substitution (renderers/subst.c). */
+struct render_vars {
+	const char *const *names;
+	const char *const *values;
+	size_t len;
+};
+
+/*
+ * Flux-style post-build substitution in every string value (never in
+ * keys) of every object: ${VAR}, ${VAR:=default}, ${VAR:-default}, and
+ * $${VAR} for a literal ${VAR}. Objects annotated
+ * `syncd.io/substitute: disabled` are left alone. With `strict`, an
+ * undefined variable without default is an error naming the object and
+ * the field path; otherwise it becomes "". Every problem is reported.
+ */
+int render_substitute(struct diff_objset *set, const struct render_vars *vars,
+		      bool strict, struct err *err);
+
 #endif
