@@ -360,9 +360,11 @@ int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms);
 void emu_watch_free(struct emu_watch *w);
 
 /*
- * For store.c, with the lock held: record a write of `obj` (borrowed;
- * its metadata.resourceVersion is the event's) in the history and in
- * the queue of every watch it matches, and wake the readers.
+ * For store.c, with the lock held: record a write of `obj` (its
+ * metadata.resourceVersion is the event's) in the history and in the
+ * queue of every watch it matches, and wake the readers. The history
+ * keeps a reference to obj's members: obj must never change afterwards
+ * (pass the stored object, or a copy of one).
  */
 void emu_store_record(struct emu_store *st, const char *type,
 		      const struct emu_resource *res, const char *ns,

@@ -786,7 +786,7 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 		     bool dry_run, json_t **out)
 {
 	struct buf name = BUF_INIT, msg = BUF_INIT;
-	json_t *obj = json_deep_copy(in), *meta, *refused;
+	json_t *obj = json_deep_copy(in), *meta, *refused, *stored;
 	const char *why, *gen;
 	char ts[32], uid[37];
 	int code = 201;
@@ -868,14 +868,16 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 	}
 	if (!dry_run) {
 		set_rv(meta, ++st->rv);
-		if (insert(st, res, ns, name.ptr, stored_copy(obj)) < 0) {
+		stored = stored_copy(obj);
+		if (!stored || insert(st, res, ns, name.ptr, stored) < 0) {
 			*out = emu_status_new(500, "InternalError",
 					      "out of memory", NULL, NULL,
 					      NULL);
 			code = 500;
 			goto out;
 		}
-		emu_store_record(st, "ADDED", res, ns, name.ptr, obj);
+		/* Events share the stored object, which never changes. */
+		emu_store_record(st, "ADDED", res, ns, name.ptr, stored);
 		emu_actors_notify(st->actors, res, obj);
 	}
 	*out = json_incref(obj);
@@ -1021,7 +1023,9 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 		set_rv(meta, ++st->rv);
 		json_decref(st->items[i].obj);
 		st->items[i].obj = stored_copy(obj);
-		emu_store_record(st, "MODIFIED", res, ns, name, obj);
+		if (st->items[i].obj)
+			emu_store_record(st, "MODIFIED", res, ns, name,
+					 st->items[i].obj);
 		emu_actors_notify(st->actors, res, obj);
 	}
 	*out = json_incref(obj);

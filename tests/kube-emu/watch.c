@@ -94,11 +94,14 @@ static void enqueue(struct emu_watch *w, const char *type, const json_t *obj)
 	json_decref(ev);
 }
 
-/* A copy of obj with kind and apiVersion, as events carry them. */
+/*
+ * obj with kind and apiVersion, as events carry them: a shallow copy, as
+ * stored objects (whose members it shares) never change in place.
+ */
 static json_t *event_object(const struct emu_resource *res, const json_t *obj)
 {
 	struct buf av = BUF_INIT;
-	json_t *o = json_deep_copy(obj);
+	json_t *o = json_copy((json_t *)obj);
 
 	emu_resource_api_version(res, &av);
 	if (o) {
