@@ -803,6 +803,103 @@ out:
 	return error;
 }
 
+/*
+ * Values kube-apiserver defaults inside values that are atomic for
+ * server-side apply. An apply replaces an atomic value whole and the
+ * server then defaults it again, so a declared value that lacks only
+ * these is not drift (kube would store the same object). `key` is the
+ * field that holds `v` (its items, for a list).
+ */
+static void server_defaults(json_t *v, const char *key,
+			    const struct diff_key *k);
+
+static void set_absent(json_t *obj, const char *field, json_t *value)
+{
+	if (json_is_object(obj) && !json_object_get(obj, field))
+		json_object_set_new(obj, field, value);
+	else
+		json_decref(value);
+}
+
+static void default_one(json_t *v, const char *key, const struct diff_key *k)
+{
+	const char *kind;
+	json_t *spec;
+
+	if (!json_is_object(v))
+		return;
+	if (!strcmp(key, "fieldRef")) {
+		set_absent(v, "apiVersion", json_string("v1"));
+	} else if (!strcmp(key, "resourceFieldRef")) {
+		set_absent(v, "divisor", json_string("0"));
+	} else if (!strcmp(key, "subjects") &&
+		   !strcmp(k->group, "rbac.authorization.k8s.io")) {
+		kind = json_string_value(json_object_get(v, "kind"));
+		if (kind && !strcmp(kind, "ServiceAccount"))
+			set_absent(v, "apiGroup", json_string(""));
+		else if (kind && (!strcmp(kind, "User") || !strcmp(kind, "Group")))
+			set_absent(v, "apiGroup",
+				   json_string("rbac.authorization.k8s.io"));
+	} else if (!strcmp(key, "volumeClaimTemplates")) {
+		set_absent(v, "apiVersion", json_string("v1"));
+		set_absent(v, "kind", json_string("PersistentVolumeClaim"));
+		set_absent(json_object_get(v, "metadata"), "creationTimestamp",
+			   json_null());
+		spec = json_object_get(v, "spec");
+		set_absent(spec, "volumeMode", json_string("Filesystem"));
+		set_absent(spec, "resources", json_object());
+		set_absent(v, "status", json_pack("{s:s}", "phase", "Pending"));
+	} else if (!strcmp(key, "ports") &&
+		   !strcmp(k->group, "networking.k8s.io") &&
+		   !strcmp(k->kind, "NetworkPolicy")) {
+		set_absent(v, "protocol", json_string("TCP"));
+	} else if (!strcmp(key, "onPodConditions")) {
+		set_absent(v, "status", json_string("True"));
+	}
+}
+
+static void server_defaults(json_t *v, const char *key,
+			    const struct diff_key *k)
+{
+	const char *ck;
+	json_t *child;
+	size_t i;
+
+	if (json_is_array(v)) {
+		json_array_foreach (v, i, child)
+			server_defaults(child, key, k);
+		return;
+	}
+	if (!json_is_object(v))
+		return;
+	default_one(v, key, k);
+	json_object_foreach (v, ck, child)
+		server_defaults(child, ck, k);
+}
+
+/* Is atomic `d` what kube would store as `l` once defaulted? */
+static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l)
+{
+	const char *key = "";
+	json_t *copy;
+	bool equal;
+
+	if (diff_value_equal(d, l, false))
+		return true;
+	for (size_t i = c->depth; i-- > 0;) {
+		if (c->pe[i].type == DIFF_PE_FIELD) {
+			key = c->pe[i].text;
+			break;
+		}
+	}
+	if (!(copy = json_deep_copy(d)))
+		return false;
+	server_defaults(copy, key, &c->rep->key);
+	equal = diff_value_equal(copy, l, false);
+	json_decref(copy);
+	return equal;
+}
+
 static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
 		    const struct diff_schema *s)
 {
@@ -826,9 +923,7 @@ static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
 	}
 	type = diff_schema_type_of(s, d);
 	if (type == DIFF_SCHEMA_ATOMIC)
-		return diff_value_equal(d, l, false)
-			       ? 0
-			       : record(c, DIFF_CHANGED, d, l);
+		return atomic_equal(c, d, l) ? 0 : record(c, DIFF_CHANGED, d, l);
 	if (json_typeof(d) != json_typeof(l))
 		return record(c, DIFF_CHANGED, d, l);
 	if (json_is_object(d))

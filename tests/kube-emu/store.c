@@ -667,23 +667,43 @@ static bool equal_except(const json_t *a, const json_t *b, const char *skip)
 	return true;
 }
 
+/* managedFields that differ at most in their entries' times. */
+static bool managed_equal_but_times(const json_t *a, const json_t *b)
+{
+	size_t i;
+
+	if (json_array_size(a) != json_array_size(b))
+		return false;
+	for (i = 0; i < json_array_size(a); i++)
+		if (!equal_except(json_array_get(a, i), json_array_get(b, i),
+				  "time"))
+			return false;
+	return true;
+}
+
 /*
  * Would storing `obj` over `old` change nothing? The managedFields of
  * the writer's own entry get a new time even when it touched nothing;
  * such an update is still a no-op, as in kube (mf_before: obj's
- * managedFields before the bookkeeping).
+ * managedFields before the bookkeeping). An apply whose merge differed
+ * from the live object only by what defaulting puts back is one too:
+ * kube-apiserver keeps the old managedFields when only their times
+ * changed (IgnoreManagedFieldsTimestampsTransformer).
  */
 static bool is_noop(const json_t *obj, const json_t *old,
 		    const json_t *mf_before)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const json_t *oldmeta = json_object_get(old, "metadata");
+	const json_t *oldmf = json_object_get(oldmeta, "managedFields");
 
 	if (json_equal(obj, old))
 		return true;
 	return equal_except(obj, old, "metadata") &&
 	       equal_except(meta, oldmeta, "managedFields") &&
-	       json_equal(mf_before, json_object_get(oldmeta, "managedFields"));
+	       (json_equal(mf_before, oldmf) ||
+		managed_equal_but_times(json_object_get(meta, "managedFields"),
+					oldmf));
 }
 
 /*
