@@ -27,13 +27,19 @@ PKG_CONFIG ?= pkg-config
 PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 	jansson:libjansson-dev criterion:libcriterion-dev \
 	libmicrohttpd:libmicrohttpd-dev
+# Build: the libraries above and libjsonnet (no pkg-config module). Tests:
+# curl, jq, openssl (kube-emu --tls), and the real Git servers and signers
+# of tests/integration/git.sh (lighttpd + git http-backend, sshd, gpg).
 DEB_PACKAGES := build-essential pkg-config valgrind git time openssl curl jq \
+	libjsonnet-dev lighttpd lighttpd-mod-openssl openssh-server \
+	openssh-client gnupg gpgv \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
 
 # Modules the build needs. When one is missing, root installs the Debian
 # packages right away (so `make demo` and `make test` are all the setup a
 # fresh machine needs); anyone else is told the one command to run.
-missing_pkgs = $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(word 1,$(subst :, ,$(p))) 2>/dev/null && echo ok),,$(word 2,$(subst :, ,$(p)))))
+missing_pkgs = $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(word 1,$(subst :, ,$(p))) 2>/dev/null && echo ok),,$(word 2,$(subst :, ,$(p))))) \
+	$(if $(wildcard /usr/include/libjsonnet.h),,libjsonnet-dev)
 ifeq ($(filter deps clean format help,$(MAKECMDGOALS)),)
 MISSING := $(strip $(missing_pkgs))
 ifneq ($(MISSING),)
@@ -51,10 +57,13 @@ endif
 LIB_MODULES := yaml-0.1 jansson libcurl libgit2
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_MODULES) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_MODULES) 2>/dev/null)
+# libjsonnet (Debian libjsonnet-dev) has no pkg-config module: link its
+# shared library by name; libjsonnet.so carries its own libstdc++ dependency.
+LIB_LIBS += -ljsonnet
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 EMU_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)
-EMU_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null) -pthread
+EMU_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null) -lgnutls -pthread
 
 WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
 	-Wvla -Wformat-security -Wwrite-strings -Wshadow
@@ -183,7 +192,8 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBS_ALL)
 # The emulator benchmark is a libcurl client with two threads.
 $(BUILD)/bench/emu: ALL_LDFLAGS += -pthread
 
-bench: $(SYNCD) $(KUBE_EMU) $(BUILD)/bench/diff $(BUILD)/bench/emu
+bench: $(SYNCD) $(KUBE_EMU) $(BUILD)/bench/diff $(BUILD)/bench/emu \
+		$(BUILD)/bench/git-poll
 	@BUILD=$(BUILD) bench/render.sh
 	@echo
 	@echo "== diff: 10,000 objects in memory, one core"
@@ -191,6 +201,12 @@ bench: $(SYNCD) $(KUBE_EMU) $(BUILD)/bench/diff $(BUILD)/bench/emu
 	@echo
 	@echo "== kube-emu: 10,000 ConfigMaps over HTTP on loopback"
 	@BUILD=$(BUILD) bench/kube-emu.sh
+	@echo
+	@echo "== git: polling an unchanged repository (file://, smart HTTP)"
+	@BUILD=$(BUILD) bench/git-poll.sh
+	@echo
+	@echo "== cluster: syncd diff/sync of 10,000 objects vs kubectl diff"
+	@BUILD=$(BUILD) bench/cluster.sh
 
 # The main job, until the controller lands: render the example app, then
 # compare it with the live objects of examples/guestbook-live (exit 1 there

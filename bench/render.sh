@@ -7,9 +7,19 @@
 # Goal (issue): 10,000 objects in under 0.5 s on one core, and at least
 # 50x faster than the kustomize peer. Figures are printed as measured.
 #
+# Then, for 1k, 5k and 10k objects (trees of 20 objects a file with a
+# kustomization.yaml), the kustomize renderer (`syncd render --renderer
+# kustomize`, which runs the tool) against the tool run directly, and the
+# directory renderer on the same files. Goal (issue 7): syncd's overhead
+# around the tool under 5%. Figures are printed as measured, never tuned.
+#
 #   bench/render.sh [RUNS]      (default 5 runs of syncd, the best is
 #                               reported; the peer runs once: kubectl
-#                               kustomize takes minutes on this tree)
+#                               kustomize takes minutes on this tree.
+#                               KRUNS (default 3 at 1k, 1 above) runs of
+#                               the kustomize pairs, interleaved, best of
+#                               each reported; KSIZES="1000 5000" picks
+#                               the sizes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -21,10 +31,12 @@ out=bench/out/render
 rm -rf "$out"
 mkdir -p "$out/tree"
 
-# 500 files x 20 objects: per file 7 Deployments, 7 Services, 6 ConfigMaps.
+# FILES files x 20 objects: per file 7 Deployments, 7 Services, 6
+# ConfigMaps, in directory DIR.
 gen() {
-	local f i n
-	for f in $(seq -w 1 500); do
+	local f i n dir=${1:-$out/tree} files=${2:-500}
+	mkdir -p "$dir"
+	for f in $(seq -w 1 "$files"); do
 		{
 			for i in $(seq 1 20); do
 				n="app-$f-$i"
@@ -92,14 +104,14 @@ YAML
 				;;
 				esac
 			done
-		} >"$out/tree/objects-$f.yaml"
+		} >"$dir/objects-$f.yaml"
 	done
 	{
 		echo "apiVersion: kustomize.config.k8s.io/v1beta1"
 		echo "kind: Kustomization"
 		echo "resources:"
-		for f in $(seq -w 1 500); do echo "- objects-$f.yaml"; done
-	} >"$out/tree/kustomization.yaml"
+		for f in $(seq -w 1 "$files"); do echo "- objects-$f.yaml"; done
+	} >"$dir/kustomization.yaml"
 }
 gen
 
@@ -124,8 +136,8 @@ objects=$(grep -c '^kind: ' "$out/tree"/objects-*.yaml | awk -F: '{s+=$2} END{pr
 echo "tree: $objects objects in 500 files ($(du -sh "$out/tree" | cut -f1))"
 
 # One core for syncd, as the goal says.
-read -r s_t s_m < <(measure "$RUNS" taskset -c 0 "$SYNCD" render "$out/tree" --exclude kustomization.yaml)
-s_objects=$(taskset -c 0 "$SYNCD" render "$out/tree" --exclude kustomization.yaml | grep -c '^kind: ')
+read -r s_t s_m < <(measure "$RUNS" taskset -c 0 "$SYNCD" render "$out/tree" --renderer directory --exclude kustomization.yaml)
+s_objects=$(taskset -c 0 "$SYNCD" render "$out/tree" --renderer directory --exclude kustomization.yaml | grep -c '^kind: ')
 printf '%-28s %8s s  %8s MiB  (%s objects)\n' "syncd render" "$s_t" "$((s_m / 1024))" "$s_objects"
 
 peer=()
@@ -145,3 +157,37 @@ else
 	echo "peer: neither kustomize nor kubectl is installed; no ratio"
 fi
 awk -v s="$s_t" 'BEGIN { printf "goal: 10,000 objects in < 0.5 s on one core: %s\n", (s < 0.5 ? "met" : "missed") }'
+
+# --- the kustomize renderer: syncd around the tool vs the tool alone ---
+echo
+if [ ${#peer[@]} -eq 0 ]; then
+	echo "kustomize renderer: neither kustomize nor kubectl is installed; skipped"
+	exit 0
+fi
+printf '%-8s %-34s %10s %10s %9s\n' objects renderer "wall s" "MiB" objects
+for n in ${KSIZES:-1000 5000 10000}; do
+	dir="$out/tree-$n"
+	rm -rf "$dir"
+	gen "$dir" $((n / 20))
+	runs=${KRUNS:-$([ "$n" -le 1000 ] && echo 3 || echo 1)}
+	# The tool alone and syncd running it, interleaved run by run so that
+	# load from elsewhere on the machine hits both alike; best of each.
+	t_t="" k_t=""
+	for r in $(seq 1 "$runs"); do
+		read -r t m < <(measure 1 "${peer[@]:0:2}" "$dir")
+		t_objects=$(grep -c '^kind: ' "$out/stdout")
+		if [ -z "$t_t" ] || awk "BEGIN{exit !($t < $t_t)}"; then t_t=$t t_m=$m; fi
+		read -r t m < <(measure 1 "$SYNCD" render "$dir" --renderer kustomize --render-timeout 60m)
+		k_objects=$(grep -c '^kind: ' "$out/stdout")
+		if [ -z "$k_t" ] || awk "BEGIN{exit !($t < $k_t)}"; then k_t=$t k_m=$m; fi
+	done
+	read -r d_t d_m < <(measure "$RUNS" "$SYNCD" render "$dir" --renderer directory --exclude kustomization.yaml)
+	d_objects=$(grep -c '^kind: ' "$out/stdout")
+	printf '%-8s %-34s %10s %10s %9s\n' "$n" "${peer[*]:0:2} (direct)" "$t_t" "$((t_m / 1024))" "$t_objects"
+	printf '%-8s %-34s %10s %10s %9s\n' "$n" "syncd --renderer kustomize" "$k_t" "$((k_m / 1024))" "$k_objects"
+	printf '%-8s %-34s %10s %10s %9s\n' "$n" "syncd --renderer directory" "$d_t" "$((d_m / 1024))" "$d_objects"
+	awk -v k="$k_t" -v t="$t_t" -v n="$n" -v ko="$k_objects" -v to="$t_objects" 'BEGIN {
+		o = t > 0 ? (k - t) / t * 100 : 0
+		printf "%-8s overhead of syncd around the tool: %+.1f%% (goal < 5%%): %s%s\n", n, o,
+			(o < 5 ? "met" : "MISSED"), (ko == to ? "" : " (object counts differ!)") }'
+done

@@ -1,6 +1,7 @@
 /*
  * How an app's files become objects, for every command that takes a
- * PATH: the renderer (`--renderer auto|directory|...`) and its options.
+ * PATH: the renderer (`--renderer auto|directory|...`), its options, and
+ * the variables substituted afterwards. See docs/renderers.md.
  */
 #ifndef SYNCD_CLI_RENDER_H
 #define SYNCD_CLI_RENDER_H
@@ -16,6 +17,16 @@
 
 #define CLI_RENDER_MAX_GLOBS 32
 
+/* A growable NULL-terminated list of owned strings. */
+struct cli_strv {
+	char **v;      /* NULL until the first push */
+	size_t len;
+	size_t alloc;
+};
+
+/* Where a substitution default comes from: no flag given. */
+#define CLI_RENDER_SUBST_UNSET (-1)
+
 struct cli_render {
 	const char *include[CLI_RENDER_MAX_GLOBS + 1];
 	size_t ninclude;
@@ -23,9 +34,44 @@ struct cli_render {
 	size_t nexclude;
 	bool no_recurse;
 	void *priv;
+
+	/* --renderer (enum render_kind; 0: auto) and --render-timeout. */
+	int kind;
+	unsigned timeout_ms;        /* 0: the renderers' default (60 s) */
+	const char *kustomize_bin;
+	/* helm */
+	const char *helm_bin;
+	const char *helm_release;
+	const char *helm_kube_version;
+	bool helm_include_crds;
+	struct cli_strv helm_values;
+	struct cli_strv helm_set;
+	/* exec plugin */
+	const char *plugin_cmd;
+	struct cli_strv plugin_args;
+	struct cli_strv plugin_env;
+	/* jsonnet */
+	const char *jsonnet_file;
+	struct cli_strv jsonnet_ext_str;
+	struct cli_strv jsonnet_ext_code;
+	struct cli_strv jsonnet_tla_str;
+	struct cli_strv jsonnet_tla_code;
+	struct cli_strv jsonnet_jpath;
+	/* substitution: --var "NAME=VALUE" in order, --vars-file paths */
+	struct cli_strv vars;
+	struct cli_strv vars_files;
+	int substitute;             /* enum render_subst_mode, or
+				       CLI_RENDER_SUBST_UNSET */
+	int used_kind;              /* the renderer the last run used */
 };
 
-#define CLI_RENDER_INIT {{0}, 0, {0}, 0, false, NULL}
+#define CLI_RENDER_INIT \
+	{{0}, 0, {0}, 0, false, NULL, 0, 0, NULL, NULL, NULL, NULL, false, \
+	 {0}, {0}, NULL, {0}, {0}, NULL, {0}, {0}, {0}, {0}, {0}, {0}, {0}, \
+	 CLI_RENDER_SUBST_UNSET, 0}
+
+/* Largest --vars-file read (bytes). */
+#define CLI_RENDER_MAX_VARS_FILE (1u << 20)
 
 /* What a renderer may know about the app (exec plugins, substitution). */
 struct cli_render_env {
@@ -43,14 +89,27 @@ int cli_render_option(struct cli_render *r, int val, const char *arg,
 		      struct err *err);
 
 /*
- * Render `dir` (a directory or a file) into *out (objects added in
- * order; on error *out holds what was rendered for the caller to
- * release).
+ * Render `dir` (a directory or a file) with the chosen renderer, then
+ * substitute variables (from --vars-file files, then --var, later ones
+ * winning) when substitution is on, into *out (objects added in order;
+ * on error *out holds what was rendered for the caller to release).
  */
 int cli_render_run(struct cli_render *r, const char *dir,
 		   const struct cli_render_env *env, struct diff_objset *out,
 		   struct err *err);
 
 void cli_render_release(struct cli_render *r);
+
+/*
+ * Read a --vars-file: KEY=VALUE lines (blank lines and # comments
+ * skipped, one pair of surrounding quotes removed) or a YAML/JSON map of
+ * scalars. Appends "NAME=VALUE" strings to *out. Messages name `path`.
+ */
+int cli_render_read_vars(struct cli_strv *out, const char *path,
+			 struct err *err);
+
+/* Append a copy of `s`. */
+int cli_strv_push(struct cli_strv *sv, const char *s);
+void cli_strv_release(struct cli_strv *sv);
 
 #endif

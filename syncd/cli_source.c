@@ -1,31 +1,371 @@
 /*
- * The source options of app commands. Only local paths for now; Git
- * repositories come with syncd/git.c.
+ * The source options of app commands: a local PATH, or a Git repository
+ * (--repo) polled and checked out through syncd/git.h.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "syncd/cli_source.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+enum {
+	OPT_REPO = CLI_SOURCE_OPT,
+	OPT_REVISION,
+	OPT_PATH,
+	OPT_CACHE_DIR,
+	OPT_USERNAME,
+	OPT_PASSWORD_FILE,
+	OPT_PASSWORD_ENV,
+	OPT_TOKEN_FILE,
+	OPT_TOKEN_ENV,
+	OPT_CA_FILE,
+	OPT_SSH_KEY,
+	OPT_SSH_PASSPHRASE_FILE,
+	OPT_KNOWN_HOSTS,
+	OPT_INSECURE_HOST_KEY,
+	OPT_VERIFY_SIGNATURES,
+	OPT_FETCH_TIMEOUT,
+	OPT_VERBOSE,
+};
 
 const struct option cli_source_longopts[] = {
+	{"repo", required_argument, NULL, OPT_REPO},
+	{"revision", required_argument, NULL, OPT_REVISION},
+	{"path", required_argument, NULL, OPT_PATH},
+	{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+	{"username", required_argument, NULL, OPT_USERNAME},
+	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+	{"password-env", required_argument, NULL, OPT_PASSWORD_ENV},
+	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"token-env", required_argument, NULL, OPT_TOKEN_ENV},
+	{"ca-file", required_argument, NULL, OPT_CA_FILE},
+	{"ssh-key", required_argument, NULL, OPT_SSH_KEY},
+	{"ssh-passphrase-file", required_argument, NULL,
+	 OPT_SSH_PASSPHRASE_FILE},
+	{"known-hosts", required_argument, NULL, OPT_KNOWN_HOSTS},
+	{"insecure-skip-host-key-check", no_argument, NULL,
+	 OPT_INSECURE_HOST_KEY},
+	{"verify-signatures", required_argument, NULL, OPT_VERIFY_SIGNATURES},
+	{"fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT},
+	{"verbose", no_argument, NULL, OPT_VERBOSE},
 	{NULL, 0, NULL, 0},
 };
 
-const char cli_source_usage[] = "";
+const char cli_source_usage[] =
+	"\n"
+	"Source (instead of PATH, a Git repository; see docs/git.md):\n"
+	"      --repo URL             https://, http://, ssh://, host:path,\n"
+	"                             file:// or a local repository\n"
+	"      --revision REV         branch, tag, commit id or refs/...\n"
+	"                             (default: the remote's HEAD)\n"
+	"      --path SUBDIR          the app's directory in the repository\n"
+	"      --cache-dir DIR        default $XDG_CACHE_HOME/syncd\n"
+	"      --username USER        HTTPS user (SSH: when the URL has none)\n"
+	"      --password-file FILE   HTTPS password, read from FILE\n"
+	"      --password-env VAR     HTTPS password, read from $VAR\n"
+	"      --token-file FILE      HTTPS token, read from FILE\n"
+	"      --token-env VAR        HTTPS token, read from $VAR\n"
+	"      --ca-file FILE         PEM CA bundle instead of the system's\n"
+	"      --ssh-key FILE         SSH private key (default: ssh-agent)\n"
+	"      --ssh-passphrase-file FILE\n"
+	"                             passphrase of the SSH key\n"
+	"      --known-hosts FILE     default ~/.ssh/known_hosts\n"
+	"      --insecure-skip-host-key-check\n"
+	"                             accept any SSH host key (unsafe)\n"
+	"      --verify-signatures allowed_signers=FILE|gpg-keyring=FILE\n"
+	"                             only render commits signed by a key in\n"
+	"                             FILE (repeatable: either one suffices)\n"
+	"      --fetch-timeout DUR    one connect and fetch, e.g. 30s, 500ms,\n"
+	"                             2m (default 60s)\n"
+	"      --verbose              log each poll of the repository\n"
+	"\n";
+
+/* Longest --fetch-timeout: an hour is already far beyond any poll. */
+#define MAX_TIMEOUT_MS (3600u * 1000u)
+
+/*
+ * "30s", "500ms", "2m", "1h" or a bare number of seconds, into
+ * milliseconds; > 0 and at most MAX_TIMEOUT_MS.
+ */
+static int parse_duration(const char *s, unsigned *ms, struct err *err)
+{
+	unsigned long long n = 0, unit = 1000;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		goto bad;
+	while (*p >= '0' && *p <= '9') {
+		n = n * 10 + (unsigned)(*p++ - '0');
+		if (n > MAX_TIMEOUT_MS)
+			goto bad;
+	}
+	if (!strcmp(p, "ms"))
+		unit = 1;
+	else if (!strcmp(p, "s") || !*p)
+		unit = 1000;
+	else if (!strcmp(p, "m"))
+		unit = 60 * 1000;
+	else if (!strcmp(p, "h"))
+		unit = 3600 * 1000;
+	else
+		goto bad;
+	if (!n || n * unit > MAX_TIMEOUT_MS)
+		goto bad;
+	*ms = (unsigned)(n * unit);
+	return 0;
+bad:
+	return err_set(err, ERR_USAGE,
+		       "--fetch-timeout: bad duration \"%s\" (want e.g. 30s, "
+		       "500ms, 2m; at most 1h)",
+		       s);
+}
+
+static int parse_verify(struct cli_source *s, const char *arg, struct err *err)
+{
+	static const char ssh[] = "allowed_signers=", gpg[] = "gpg-keyring=";
+
+	if (!strncmp(arg, ssh, sizeof(ssh) - 1) && arg[sizeof(ssh) - 1]) {
+		s->verify.allowed_signers_file = arg + sizeof(ssh) - 1;
+		return 1;
+	}
+	if (!strncmp(arg, gpg, sizeof(gpg) - 1) && arg[sizeof(gpg) - 1]) {
+		s->verify.gpg_keyring_file = arg + sizeof(gpg) - 1;
+		return 1;
+	}
+	return err_set(err, ERR_USAGE,
+		       "--verify-signatures: want allowed_signers=FILE or "
+		       "gpg-keyring=FILE, not \"%s\"",
+		       arg);
+}
+
+/* An empty value would silently mean "not set": refuse it. */
+static int take(const char **field, const char *name, const char *arg,
+		struct err *err)
+{
+	if (!*arg)
+		return err_set(err, ERR_USAGE, "--%s: empty value", name);
+	*field = arg;
+	return 1;
+}
 
 int cli_source_option(struct cli_source *s, int val, const char *arg,
 		      struct err *err)
 {
-	(void)s;
-	(void)val;
-	(void)arg;
-	(void)err;
-	return 0;
+	struct git_source_auth *a = &s->auth;
+
+	switch (val) {
+	case OPT_REPO:
+		return take(&s->repo, "repo", arg, err);
+	case OPT_REVISION:
+		return take(&s->revision, "revision", arg, err);
+	case OPT_PATH:
+		return take(&s->subpath, "path", arg, err);
+	case OPT_CACHE_DIR:
+		return take(&s->cache_dir, "cache-dir", arg, err);
+	case OPT_USERNAME:
+		return take(&a->username, "username", arg, err);
+	case OPT_PASSWORD_FILE:
+		return take(&a->password_file, "password-file", arg, err);
+	case OPT_PASSWORD_ENV:
+		return take(&a->password_env, "password-env", arg, err);
+	case OPT_TOKEN_FILE:
+		return take(&a->token_file, "token-file", arg, err);
+	case OPT_TOKEN_ENV:
+		return take(&a->token_env, "token-env", arg, err);
+	case OPT_CA_FILE:
+		return take(&a->ca_file, "ca-file", arg, err);
+	case OPT_SSH_KEY:
+		return take(&a->ssh_key_file, "ssh-key", arg, err);
+	case OPT_SSH_PASSPHRASE_FILE:
+		return take(&a->ssh_passphrase_file, "ssh-passphrase-file", arg,
+			    err);
+	case OPT_KNOWN_HOSTS:
+		return take(&a->known_hosts_file, "known-hosts", arg, err);
+	case OPT_INSECURE_HOST_KEY:
+		a->insecure_skip_host_key_check = true;
+		return 1;
+	case OPT_VERIFY_SIGNATURES:
+		return parse_verify(s, arg, err);
+	case OPT_FETCH_TIMEOUT:
+		if (parse_duration(arg, &s->fetch_timeout_ms, err) < 0)
+			return ERR_USAGE;
+		return 1;
+	case OPT_VERBOSE:
+		s->verbose = true;
+		return 1;
+	default:
+		return 0;
+	}
 }
 
-int cli_source_prepare(struct cli_source *s, const char *path,
-		       struct err *err)
+/* The first Git-only option given, for "needs --repo"; NULL when none. */
+static const char *git_option_given(const struct cli_source *s)
 {
+	const struct git_source_auth *a = &s->auth;
+
+	if (s->revision)
+		return "--revision";
+	if (s->subpath)
+		return "--path";
+	if (s->cache_dir)
+		return "--cache-dir";
+	if (a->username || a->password_file || a->password_env ||
+	    a->token_file || a->token_env)
+		return "credential options";
+	if (a->ca_file)
+		return "--ca-file";
+	if (a->ssh_key_file || a->ssh_passphrase_file || a->known_hosts_file ||
+	    a->insecure_skip_host_key_check)
+		return "SSH options";
+	if (s->verify.allowed_signers_file || s->verify.gpg_keyring_file)
+		return "--verify-signatures";
+	if (s->fetch_timeout_ms)
+		return "--fetch-timeout";
+	return NULL;
+}
+
+/*
+ * The URL for messages before the library has parsed it: user
+ * information (which may be a token, as in https://TOKEN@host/) is
+ * replaced by "REDACTED". Only scheme URLs carry it; the scp form's user
+ * ("git@host:path") is a login name, and a local path has none.
+ */
+static int redacted_url(struct buf *out, const char *url)
+{
+	const char *sep = strstr(url, "://"), *host, *end, *at = NULL, *p;
+
+	if (!sep)
+		return buf_adds(out, url);
+	host = sep + 3;
+	end = host + strcspn(host, "/?#");
+	for (p = host; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (!at)
+		return buf_adds(out, url);
+	if (buf_add(out, url, (size_t)(host - url)) < 0 ||
+	    buf_adds(out, "REDACTED") < 0)
+		return ERR_NOMEM;
+	return buf_adds(out, at);
+}
+
+/*
+ * Move the problems of `from` into `err`, each starting with `url` unless
+ * it names it already: every error of --repo says which repository.
+ */
+static void move_errors(struct err *err, struct err *from, const char *url,
+			int code)
+{
+	const char *msg = err_msg(from);
+
+	if (!err_count(from)) {
+		err_set(err, code, "%s: failed", url);
+		return;
+	}
+	while (*msg) {
+		size_t n = strcspn(msg, "\n");
+
+		if (memmem(msg, n, url, strlen(url)))
+			err_set(err, code, "%.*s", (int)n, msg);
+		else
+			err_set(err, code, "%s: %.*s", url, (int)n, msg);
+		msg += n;
+		if (*msg == '\n')
+			msg++;
+	}
+}
+
+static void log_poll(const struct cli_source *s, const char *url,
+		     const struct git_source_poll_result *r)
+{
+	char requests[24];
+
+	snprintf(requests, sizeof(requests), "%lu", r->requests);
+	log_info("polled repository", "url", url, "revision",
+		 s->revision ? s->revision : "HEAD", "path",
+		 s->subpath ? s->subpath : "", "commit", r->commit, "tree",
+		 r->tree, "changed", r->changed ? "true" : "false", "fetched",
+		 r->fetched ? "true" : "false", "contacted",
+		 r->contacted ? "true" : "false", "requests", requests, NULL);
+}
+
+static int prepare_repo(struct cli_source *s, struct err *err)
+{
+	struct git_source_options o;
+	struct git_source_poll_result r;
+	struct git_source *gs = NULL;
+	struct err gerr = ERR_INIT;
+	struct buf url = BUF_INIT;
+	const char *name = "the repository";
+	char *dir = NULL;
+	int error;
+
+	memset(&o, 0, sizeof(o));
+	o.version = GIT_SOURCE_OPTIONS_VERSION;
+	if ((error = redacted_url(&url, s->repo)) < 0) {
+		err_set(&gerr, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	name = buf_cstr(&url);
+	o.url = s->repo;
+	o.revision = s->revision;
+	o.subpath = s->subpath;
+	o.cache_dir = s->cache_dir;
+	o.auth = s->auth;
+	o.verify = s->verify;
+	o.fetch_timeout_ms = s->fetch_timeout_ms;
+	if ((error = git_source_open(&gs, &o, &gerr)) < 0)
+		goto out;
+	name = git_source_url(gs);
+	if ((error = git_source_poll(gs, &r, &gerr)) < 0)
+		goto out;
+	if (s->verbose)
+		log_poll(s, name, &r);
+	if ((error = git_source_checkout(gs, &dir, &gerr)) < 0)
+		goto out;
+	/*
+	 * A one-shot command renders every time; the record says which tree
+	 * the last command read from this cache, so that --verbose shows
+	 * "changed=false" when a commit did not touch --path. Rendering is a
+	 * function of the tree alone, so reading it is as good as rendering
+	 * it for that purpose.
+	 */
+	if (r.changed &&
+	    (error = git_source_mark_rendered(gs, r.tree, &gerr)) < 0)
+		goto out;
+	if (!(s->commit = strdup(r.commit))) {
+		error = err_set(&gerr, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	s->dir = dir;
+	dir = NULL;
+	s->priv = gs;
+	gs = NULL;
+out:
+	if (error < 0)
+		move_errors(err, &gerr, name, error);
+	free(dir);
+	git_source_free(gs);
+	buf_release(&url);
+	err_release(&gerr);
+	return error;
+}
+
+int cli_source_prepare(struct cli_source *s, const char *path, struct err *err)
+{
+	const char *opt;
+
+	if (s->repo) {
+		if (path)
+			return err_set(err, ERR_USAGE,
+				       "give either PATH or --repo, not both");
+		return prepare_repo(s, err);
+	}
+	if ((opt = git_option_given(s)))
+		return err_set(err, ERR_USAGE, "%s needs --repo", opt);
 	if (!path)
 		return err_set(err, ERR_USAGE, "missing PATH");
 	if (!(s->dir = strdup(path)))
@@ -39,5 +379,7 @@ void cli_source_release(struct cli_source *s)
 		return;
 	free(s->dir);
 	free(s->commit);
+	git_source_free(s->priv);
 	s->dir = s->commit = NULL;
+	s->priv = NULL;
 }

@@ -1,13 +1,16 @@
 /*
  * Where an app's files come from, for every command that takes a PATH:
  * a local directory or file, or `--repo URL [--revision REV] [--path
- * SUBDIR]` (a Git repository, syncd/git.c).
+ * SUBDIR]` (a Git repository, syncd/git.c), with the credentials, trust
+ * and signature policy of that repository.
  */
 #ifndef SYNCD_CLI_SOURCE_H
 #define SYNCD_CLI_SOURCE_H
 
 #include <getopt.h>
+#include <stdbool.h>
 
+#include "syncd/git.h"
 #include "util/err.h"
 
 /* getopt_long `val`s of these options are in [CLI_SOURCE_OPT, +0x100). */
@@ -18,13 +21,21 @@ struct cli_source {
 	const char *revision; /* --revision; NULL: the remote's HEAD */
 	const char *subpath;  /* --path SUBDIR inside the repository */
 	const char *cache_dir;
+	/* Secrets are named (file or variable), never given on argv. */
+	struct git_source_auth auth;
+	struct git_source_verify verify;
+	unsigned fetch_timeout_ms; /* --fetch-timeout; 0: the default */
+	bool verbose;		   /* --verbose: one log line per poll */
 	/* State of a checkout, released by cli_source_release(). */
-	char *dir;	/* the directory (or file) to render */
-	char *commit;	/* resolved commit id, or NULL for a local PATH */
+	char *dir;    /* the directory (or file) to render */
+	char *commit; /* resolved commit id, or NULL for a local PATH */
 	void *priv;
 };
 
-#define CLI_SOURCE_INIT {0}
+#define CLI_SOURCE_INIT \
+	{               \
+		0       \
+	}
 
 /* Options, ended by an all-zero entry; text for --help. */
 extern const struct option cli_source_longopts[];
@@ -32,7 +43,8 @@ extern const char cli_source_usage[];
 
 /*
  * Take option `val` (from getopt_long). 1 when it was one of ours, 0
- * when not, ERR_USAGE with a message for a bad value.
+ * when not, ERR_USAGE with a message for a bad value. `arg` must live
+ * as long as `s` (getopt's optarg does).
  */
 int cli_source_option(struct cli_source *s, int val, const char *arg,
 		      struct err *err);
@@ -40,10 +52,11 @@ int cli_source_option(struct cli_source *s, int val, const char *arg,
 /*
  * Make the files available: for a local PATH, s->dir is PATH; with
  * --repo, PATH must be absent (NULL) and s->dir is a read-only checkout
- * of the commit (--path inside it), s->commit its id.
+ * of the commit (--path inside it), s->commit its id. Git options
+ * without --repo are a usage error. On failure, one line naming the URL
+ * (without user information) and the cause.
  */
-int cli_source_prepare(struct cli_source *s, const char *path,
-		       struct err *err);
+int cli_source_prepare(struct cli_source *s, const char *path, struct err *err);
 
 void cli_source_release(struct cli_source *s);
 

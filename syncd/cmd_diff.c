@@ -1,6 +1,8 @@
 /*
- * syncd diff PATH --live FILE|DIR: compare rendered objects with live
- * objects read from files (as `kubectl get -o json|yaml` writes them).
+ * syncd diff PATH: compare rendered objects with the live objects of a
+ * cluster (syncd/app.c reads them by inventory label), or with live
+ * objects read from files (--live, as `kubectl get -o json|yaml` writes
+ * them).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,12 +12,17 @@
 
 #include "diff/diff.h"
 #include "renderers/render.h"
+#include "syncd/app.h"
 #include "syncd/cli.h"
+#include "syncd/cli_app.h"
 
 static const char usage[] =
-	"usage: syncd diff PATH --live FILE|DIR [-o text|json]\n"
+	"usage: syncd diff PATH [--kubeconfig FILE] [--context NAME] [-n NS]\n"
+	"                  [--app NAME] [--server-side] [-o text|json]\n"
 	"                  [--field-manager NAME] [--policy respect|override|report]\n"
-	"                  [-n NAMESPACE] [--color auto|always|never]\n"
+	"                  [--color auto|always|never]\n"
+	"       syncd diff PATH --live FILE|DIR [options]\n"
+	"       (PATH, or --repo URL [--revision REV] [--path SUBDIR])\n"
 	"\n"
 	"Compare the objects PATH renders to with live objects, the way\n"
 	"server-side apply sees them: only declared fields count, lists merge\n"
@@ -24,7 +31,22 @@ static const char usage[] =
 	"tool (kubectl edit, kubectl scale, ...) is drift; a field another\n"
 	"controller owns (an HPA, an operator) is foreign.\n"
 	"\n"
-	"      --live FILE|DIR        live objects, e.g. from kubectl get -o yaml\n"
+	"Without --live the live objects come from the cluster: one LIST per\n"
+	"resource type and namespace, filtered by the app's inventory label\n"
+	"(applyset.kubernetes.io/part-of), and one GET per desired object the\n"
+	"LISTs did not return. Labelled objects nobody desires are Orphans.\n"
+	"\n"
+	"      --kubeconfig FILE      kubeconfig (default: $KUBECONFIG, then\n"
+	"                             ~/.kube/config)\n"
+	"      --context NAME         kubeconfig context (default: current)\n"
+	"      --app NAME             the app's inventory name (default: the\n"
+	"                             basename of PATH)\n"
+	"      --server-side          dry-run apply every object and compare\n"
+	"                             what the server would store (exact\n"
+	"                             under admission webhooks and\n"
+	"                             defaulting; one request per object)\n"
+	"      --live FILE|DIR        live objects from files instead of a\n"
+	"                             cluster, e.g. from kubectl get -o yaml\n"
 	"                             (single objects or Lists); every live\n"
 	"                             object nobody desires is an Orphan\n"
 	"  -o, --output FORMAT        text (default; like kubectl diff) or json\n"
@@ -32,8 +54,10 @@ static const char usage[] =
 	"      --field-manager NAME   the manager syncd applies as (syncd)\n"
 	"      --policy POLICY        what to do with foreign fields: respect\n"
 	"                             (default), override or report\n"
-	"  -n, --namespace NS         namespace for namespaced objects that name\n"
-	"                             none (default: default)\n"
+	"  -n, --namespace NS         namespace for namespaced objects that\n"
+	"                             name none, and of the app's inventory\n"
+	"                             (default: the context's namespace;\n"
+	"                             with --live: default)\n"
 	"      --color WHEN           colour the text output (auto: on a terminal)\n"
 	"      --person-manager GLOB  a manager that is a person's tool (repeatable;\n"
 	"                             replaces the default kubectl* and\n"
@@ -43,7 +67,11 @@ static const char usage[] =
 	"                             matches a person glob (repeatable)\n"
 	"      --ignore-file FILE     ignore rules, a YAML list of {group, kind,\n"
 	"                             namespace, name, jsonPointers, managers}\n"
-	"  -h, --help                 this text\n"
+	"      --qps N, --burst N     client-side rate limit: requests per\n"
+	"                             second and burst (default 50, 100)\n"
+	"  -h, --help                 this text\n";
+
+static const char usage_tail[] =
 	"\n"
 	"Exit status: 0 no drift, 1 drift, 2 error.\n";
 
@@ -206,9 +234,139 @@ static int add_crds(struct diff_schemas *reg, const struct diff_objset *set,
 	return error;
 }
 
+/* The report on stdout; EXIT_RESULT when it shows drift. */
+static int print_report(const struct diff_report *report, bool json,
+			const char *color, struct err *err)
+{
+	struct buf out = BUF_INIT;
+	bool use_color;
+	int rc = EXIT_ERROR;
+
+	if (json) {
+		json_t *j = diff_report_to_json(report);
+
+		if (!j || diff_json_dump(j, 2, &out) < 0 ||
+		    buf_addch(&out, '\n') < 0) {
+			json_decref(j);
+			err_set(err, ERR_NOMEM, "cannot encode the report");
+			goto out;
+		}
+		json_decref(j);
+	} else {
+		use_color = !strcmp(color, "always") ||
+			    (!strcmp(color, "auto") && isatty(STDOUT_FILENO) &&
+			     !getenv("NO_COLOR"));
+		if (diff_report_to_text(report, use_color, &out) < 0) {
+			err_set(err, ERR_NOMEM, "cannot render the report");
+			goto out;
+		}
+	}
+	rc = cli_write_stdout(buf_cstr(&out), out.len);
+	if (rc == EXIT_OK && diff_report_has_drift(report))
+		rc = EXIT_RESULT;
+out:
+	buf_release(&out);
+	return rc;
+}
+
+/* Desired against the live files of --live. */
+static int diff_files(struct diff_objset *desired, const char *revision,
+		      const char *live_path, const char *ns,
+		      const struct diff_options *opts, bool json,
+		      const char *color, struct err *err)
+{
+	struct diff_objset live = DIFF_OBJSET_INIT;
+	struct diff_schemas *reg = NULL;
+	struct diff_report *report = NULL;
+	int rc = EXIT_ERROR;
+
+	/* Read both sides first, then their CRDs, then default namespaces. */
+	if (render_dir(&live, live_path, NULL, err) < 0)
+		goto out;
+	if (diff_objset_default_namespace(desired, ns, desired, err) < 0 ||
+	    diff_objset_default_namespace(&live, ns, desired, err) < 0)
+		goto out;
+	if (!(reg = diff_schemas_new())) {
+		err_set(err, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (add_crds(reg, &live, err) < 0 || add_crds(reg, desired, err) < 0)
+		goto out;
+	if (diff_compare(&report, desired, &live, reg, opts, revision,
+			 err) < 0)
+		goto out;
+	rc = print_report(report, json, color, err);
+out:
+	diff_report_free(report);
+	diff_schemas_free(reg);
+	diff_objset_release(&live);
+	return rc;
+}
+
+struct cluster_args {
+	const char *kubeconfig;
+	const char *context;
+	const char *ns;	  /* NULL: the context's */
+	const char *name; /* app name */
+	bool server_side;
+	struct kube_client_options ko;
+};
+
+/* Desired against the cluster. */
+static int diff_cluster(struct diff_objset *desired, const char *revision,
+			const struct cluster_args *a,
+			const struct diff_options *opts, bool json,
+			const char *color, struct err *err)
+{
+	struct app_conn conn;
+	struct app app;
+	struct diff_objset dry = DIFF_OBJSET_INIT;
+	struct diff_schemas *reg = NULL;
+	struct diff_report *report = NULL;
+	int error, rc = EXIT_ERROR;
+	bool partial;
+
+	memset(&app, 0, sizeof(app));
+	if (app_conn_open(&conn, a->kubeconfig, a->context, &a->ko, err) < 0 ||
+	    app_init(&app, conn.client, conn.disc, a->name,
+		     a->ns ? a->ns : conn.cfg.namespace,
+		     opts->field_manager ? opts->field_manager : "syncd",
+		     err) < 0)
+		goto out;
+	error = app_compare(&app, desired, opts, &reg, &report, revision, err);
+	partial = error == ERR_NOTFOUND && report;
+	if (error < 0 && !partial)
+		goto out;
+	if (a->server_side) {
+		struct diff_report *exact = NULL;
+
+		if (app_dry_run(&app, report, desired, &dry, err) < 0)
+			partial = true;
+		if (diff_compare(&exact, &dry, &app.live, reg, opts, revision,
+				 err) < 0) {
+			diff_report_free(exact);
+			goto out;
+		}
+		diff_report_free(report);
+		report = exact;
+	}
+	rc = print_report(report, json, color, err);
+	if (partial)
+		rc = EXIT_ERROR; /* the report is not the whole story */
+out:
+	if (err_count(err))
+		cli_print_errors(err);
+	diff_report_free(report);
+	diff_schemas_free(reg);
+	diff_objset_release(&dry);
+	app_release(&app);
+	app_conn_close(&conn);
+	return rc;
+}
+
 static int diff_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
+	static const struct option own[] = {
 		{"live", required_argument, NULL, 'l'},
 		{"output", required_argument, NULL, 'o'},
 		{"field-manager", required_argument, NULL, 'm'},
@@ -218,24 +376,36 @@ static int diff_main(int argc, char **argv)
 		{"person-manager", required_argument, NULL, 'P'},
 		{"controller-manager", required_argument, NULL, 'C'},
 		{"ignore-file", required_argument, NULL, 'I'},
+		{"kubeconfig", required_argument, NULL, 'K'},
+		{"context", required_argument, NULL, 'X'},
+		{"app", required_argument, NULL, 'A'},
+		{"server-side", no_argument, NULL, 'S'},
+		{"qps", required_argument, NULL, 'Q'},
+		{"burst", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_app capp = CLI_APP_INIT;
+	struct cluster_args ca = {0};
 	struct diff_options opts = DIFF_OPTIONS_INIT;
-	struct diff_objset desired = DIFF_OBJSET_INIT, live = DIFF_OBJSET_INIT;
-	struct diff_schemas *reg = NULL;
-	struct diff_report *report = NULL;
+	struct diff_objset desired = DIFF_OBJSET_INIT;
 	struct err err = ERR_INIT;
-	struct buf out = BUF_INIT;
-	const char *live_path = NULL, *ns = "default", *color = "auto";
+	const struct option *longopts = cli_app_longopts(&capp, own);
+	const char *live_path = NULL, *ns = NULL, *color = "auto";
+	const char *path, *revision = NULL;
 	const char *people[MAX_GLOBS + 1] = {0}, *controllers[MAX_GLOBS + 1] = {0};
 	size_t npeople = 0, ncontrollers = 0, nrules = 0;
 	struct diff_ignore_rule rules[MAX_RULES];
 	const char *ignore_file = NULL;
+	char *derived = NULL;
 	json_t *rules_doc = NULL;
-	bool json = false, use_color;
-	int c, rc = EXIT_ERROR;
+	bool json = false;
+	int c, r, rc = EXIT_ERROR;
 
+	if (!longopts) {
+		fprintf(stderr, "error: out of memory\n");
+		return EXIT_ERROR;
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -243,45 +413,56 @@ static int diff_main(int argc, char **argv)
 			live_path = optarg;
 			break;
 		case 'o':
-			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
-				return cli_usage_error(&cli_diff_command,
-						       "unknown output format "
-						       "\"%s\" (want text or "
-						       "json)",
-						       optarg);
+			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+				rc = cli_usage_error(&cli_diff_command,
+						     "unknown output format "
+						     "\"%s\" (want text or "
+						     "json)",
+						     optarg);
+				goto out;
+			}
 			json = !strcmp(optarg, "json");
 			break;
 		case 'm':
-			if (!*optarg)
-				return cli_usage_error(&cli_diff_command,
-						       "empty field manager");
+			if (!*optarg) {
+				rc = cli_usage_error(&cli_diff_command,
+						     "empty field manager");
+				goto out;
+			}
 			opts.field_manager = optarg;
 			break;
 		case 'p':
-			if (diff_policy_parse(optarg, &opts.policy) < 0)
-				return cli_usage_error(&cli_diff_command,
-						       "unknown policy \"%s\" "
-						       "(want respect, override "
-						       "or report)",
-						       optarg);
+			if (diff_policy_parse(optarg, &opts.policy) < 0) {
+				rc = cli_usage_error(&cli_diff_command,
+						     "unknown policy \"%s\" "
+						     "(want respect, override "
+						     "or report)",
+						     optarg);
+				goto out;
+			}
 			break;
 		case 'n':
 			ns = optarg;
 			break;
 		case 'c':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "always") &&
-			    strcmp(optarg, "never"))
-				return cli_usage_error(&cli_diff_command,
-						       "--color takes auto, "
-						       "always or never");
+			if (strcmp(optarg, "auto") &&
+			    strcmp(optarg, "always") &&
+			    strcmp(optarg, "never")) {
+				rc = cli_usage_error(&cli_diff_command,
+						     "--color takes auto, "
+						     "always or never");
+				goto out;
+			}
 			color = optarg;
 			break;
 		case 'P':
 		case 'C':
-			if ((c == 'P' ? npeople : ncontrollers) == MAX_GLOBS)
-				return cli_usage_error(&cli_diff_command,
-						       "more than %d globs",
-						       MAX_GLOBS);
+			if ((c == 'P' ? npeople : ncontrollers) == MAX_GLOBS) {
+				rc = cli_usage_error(&cli_diff_command,
+						     "more than %d globs",
+						     MAX_GLOBS);
+				goto out;
+			}
 			if (c == 'P')
 				people[npeople++] = optarg;
 			else
@@ -290,21 +471,74 @@ static int diff_main(int argc, char **argv)
 		case 'I':
 			ignore_file = optarg;
 			break;
+		case 'K':
+			ca.kubeconfig = optarg;
+			break;
+		case 'X':
+			ca.context = optarg;
+			break;
+		case 'A':
+			ca.name = optarg;
+			break;
+		case 'S':
+			ca.server_side = true;
+			break;
+		case 'Q':
+		case 'B':
+			if (app_client_option(&ca.ko,
+					      c == 'Q' ? "qps" : "burst",
+					      optarg, &err) < 0) {
+				rc = cli_usage_error(&cli_diff_command, "%s",
+						     err_first(&err));
+				goto out;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
-			return EXIT_OK;
+			cli_app_usage(stdout);
+			fputs(usage_tail, stdout);
+			rc = EXIT_OK;
+			goto out;
 		default:
-			return cli_usage_error(&cli_diff_command, "bad option");
+			r = cli_app_option(&capp, c, optarg, &err);
+			if (r <= 0) {
+				rc = cli_usage_error(&cli_diff_command, "%s",
+						     r < 0 ? err_first(&err)
+							   : "bad option");
+				goto out;
+			}
 		}
 	}
-	if (optind != argc - 1)
-		return cli_usage_error(&cli_diff_command,
-				       optind == argc ? "missing PATH"
-						      : "more than one PATH");
-	if (!live_path)
-		return cli_usage_error(&cli_diff_command,
-				       "--live is required (cluster mode comes "
-				       "with the Kubernetes client)");
+	if (optind < argc - 1 || (optind == argc && !capp.source.repo)) {
+		rc = cli_usage_error(&cli_diff_command,
+				     optind == argc ? "missing PATH"
+						    : "more than one PATH");
+		goto out;
+	}
+	path = optind < argc ? argv[optind] : NULL;
+	if (live_path && (ca.kubeconfig || ca.context || ca.name ||
+			  ca.server_side || ca.ko.qps || ca.ko.burst)) {
+		rc = cli_usage_error(&cli_diff_command,
+				     "--live compares with files: it takes no "
+				     "cluster option (--kubeconfig, --context, "
+				     "--app, --server-side, --qps, --burst)");
+		goto out;
+	}
+	if (!live_path && !ca.name) {
+		derived = app_name_from_path(path ? path
+				: capp.source.subpath ? capp.source.subpath
+						      : capp.source.repo);
+		if (!derived) {
+			rc = cli_usage_error(&cli_diff_command,
+					     "cannot derive an app name from "
+					     "the path: give --app NAME");
+			goto out;
+		}
+		ca.name = derived;
+	}
+	ca.ns = ns;
+	capp.name = ca.name;
+	capp.namespace = ns;
 
 	if (npeople)
 		opts.person_managers = people;
@@ -317,45 +551,17 @@ static int diff_main(int argc, char **argv)
 		opts.ignore = rules;
 		opts.nignore = nrules;
 	}
-
-	/* Read both sides first, then their CRDs, then default namespaces. */
-	if (render_dir(&desired, argv[optind], NULL, &err) < 0 ||
-	    render_dir(&live, live_path, NULL, &err) < 0)
+	if (cli_app_load(&capp, path, &desired, &revision, &err) < 0)
 		goto fail;
-	if (diff_objset_default_namespace(&desired, ns, &desired, &err) < 0 ||
-	    diff_objset_default_namespace(&live, ns, &desired, &err) < 0)
-		goto fail;
-	if (!(reg = diff_schemas_new())) {
-		err_set(&err, ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	if (add_crds(reg, &live, &err) < 0 || add_crds(reg, &desired, &err) < 0)
-		goto fail;
-	if (diff_compare(&report, &desired, &live, reg, &opts, NULL, &err) < 0)
-		goto fail;
-
-	if (json) {
-		json_t *j = diff_report_to_json(report);
-
-		if (!j || diff_json_dump(j, 2, &out) < 0 ||
-		    buf_addch(&out, '\n') < 0) {
-			json_decref(j);
-			err_set(&err, ERR_NOMEM, "cannot encode the report");
+	if (live_path) {
+		rc = diff_files(&desired, revision, live_path,
+				ns ? ns : "default", &opts, json, color, &err);
+		if (rc == EXIT_ERROR)
 			goto fail;
-		}
-		json_decref(j);
-	} else {
-		use_color = !strcmp(color, "always") ||
-			    (!strcmp(color, "auto") && isatty(STDOUT_FILENO) &&
-			     !getenv("NO_COLOR"));
-		if (diff_report_to_text(report, use_color, &out) < 0) {
-			err_set(&err, ERR_NOMEM, "cannot render the report");
-			goto fail;
-		}
+		goto out;
 	}
-	rc = cli_write_stdout(buf_cstr(&out), out.len);
-	if (rc == EXIT_OK && diff_report_has_drift(report))
-		rc = EXIT_RESULT;
+	/* diff_cluster() prints its own errors (after a partial report). */
+	rc = diff_cluster(&desired, revision, &ca, &opts, json, color, &err);
 	goto out;
 fail:
 	cli_print_errors(&err);
@@ -363,11 +569,9 @@ fail:
 out:
 	free_rules(rules, nrules);
 	json_decref(rules_doc);
-	diff_report_free(report);
-	diff_schemas_free(reg);
 	diff_objset_release(&desired);
-	diff_objset_release(&live);
-	buf_release(&out);
+	cli_app_release(&capp);
+	free(derived);
 	err_release(&err);
 	return rc;
 }

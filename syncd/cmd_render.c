@@ -12,13 +12,16 @@
 #include "syncd/cli_app.h"
 
 static const char usage[] =
-	"usage: syncd render PATH [-o yaml|json] [--include GLOB]... "
-	"[--exclude GLOB]...\n"
-	"                    [--no-recurse]\n"
+	"usage: syncd render PATH [-o yaml|json] [--renderer NAME] [options]\n"
+	"       syncd render --repo URL [--revision REV] [--path SUBDIR]\n"
+	"                    [-o yaml|json] [options]\n"
 	"\n"
-	"Render the manifests under PATH (a directory or one file) and print\n"
-	"the objects, in path order, as a YAML stream (documents separated by\n"
-	"---) or, with -o json, as one v1 List as kubectl prints it.\n"
+	"Render the app at PATH (a directory or one file), or at --path in a\n"
+	"Git repository, and print the objects, in path order, as a YAML\n"
+	"stream (documents separated by ---) or, with -o json, as one v1 List\n"
+	"as kubectl prints it. The renderer is detected (kustomization file:\n"
+	"kustomize; Chart.yaml: helm; *.jsonnet without YAML: jsonnet; else\n"
+	"the directory renderer) unless --renderer names one.\n"
 	"\n"
 	"  -o, --output FORMAT        yaml (default) or json\n"
 	"  -h, --help                 this text\n";

@@ -156,11 +156,14 @@ void kube_response_release(struct kube_response *resp);
  * escaped), `body` may be NULL. Rate limited; retried with capped
  * exponential backoff and jitter (base 200 ms, cap 10 s; Retry-After
  * honoured, at most 30 s) on connection errors and 429/500/502/503/504,
- * never on other codes. A 401 invalidates cached credentials and is
- * retried once. Returns 0 for 2xx; otherwise a negative ERR_* (404 ->
- * ERR_NOTFOUND, 409 -> ERR_EXISTS, 410 -> ERR_LIMIT... see
- * kube_err_code()) and a message "<Status message> (<code> <reason>)" in
- * err; resp (caller storage, KUBE_RESPONSE_INIT) holds what came back.
+ * never on other codes (a connection lost after a POST was sent is not
+ * retried either: the server may have created the object). A 401
+ * invalidates cached credentials and is retried once. Returns 0 for
+ * 2xx; otherwise a negative ERR_* (404 -> ERR_NOTFOUND, 409 ->
+ * ERR_EXISTS, 410 -> ERR_LIMIT... see kube_err_code(); a body over
+ * max_response: ERR_LIMIT) and a message "<Status message> (<code>
+ * <reason>)" in err; resp (caller storage, KUBE_RESPONSE_INIT, may be
+ * NULL) holds what came back: resp->json only for a JSON body.
  */
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, size_t body_len,
@@ -185,6 +188,15 @@ int kube_stream(struct kube_client *c, const char *path,
 /* Requests sent, for tests and metrics (thread-safe counter). */
 uint64_t kube_client_requests(const struct kube_client *c);
 
+/*
+ * New connections opened so far (TCP + TLS handshakes; requests minus
+ * this is how many reused a kept-alive connection). Thread-safe.
+ */
+uint64_t kube_client_connections(const struct kube_client *c);
+
+/* Requests that waited for the rate limiter's token bucket. Thread-safe. */
+uint64_t kube_client_throttled(const struct kube_client *c);
+
 /* ---------------------------------------------------------------------
  * Discovery and mapping (syncd/kube_discovery.c)
  * ------------------------------------------------------------------- */
@@ -207,8 +219,10 @@ void kube_discovery_free(struct kube_discovery *d);
 
 /*
  * The resource serving group/kind (preferred version first; `version`
- * non-NULL asks for that version). Discovery is read once and cached;
- * an unknown kind refreshes it once (a CRD applied a moment ago). The
+ * non-NULL asks for that version). Discovery is read lazily and cached:
+ * /api/v1 for the core group, /apis once, /apis/G/V only for the groups
+ * asked about; an unknown kind refreshes its group once (a CRD applied a
+ * moment ago). Thread-safe. The
  * returned resource is owned by `d` and valid until kube_discovery_free().
  * ERR_NOTFOUND with "no resource for Kind.group (version) on the server".
  */
@@ -289,7 +303,7 @@ struct kube_watch_event {
 struct kube_watch_options {
 	const char *label_selector;
 	const char *resource_version; /* start after it; NULL: list first */
-	bool bookmarks;		      /* allowWatchBookmarks (default on) */
+	bool bookmarks;		      /* allowWatchBookmarks (opts NULL: on) */
 	unsigned timeout_s;	      /* server-side timeoutSeconds; 0: 300 */
 };
 
@@ -298,9 +312,12 @@ struct kube_watch_options {
  * events, remembers the last resourceVersion (bookmarks included) and
  * reopens the watch from it when the server ends it; on 410 Expired it
  * re-lists (`fn` then sees a "RELIST" event whose object is the new items
- * array) and watches from the list's resourceVersion. Returns fn's
- * non-zero value, 0 when stopped, or ERR_* when the server cannot be
- * reached after retries.
+ * array) and watches from the list's resourceVersion. Without a starting
+ * resourceVersion the first event is such a RELIST. *stop is looked at
+ * between events and after 2 s of silence (the stream is then reopened).
+ * Failed streams are retried with capped backoff (200 ms to 10 s); a
+ * refusal (400, 403, 404) is not. Returns fn's non-zero value, 0 when
+ * stopped, or ERR_* when the server cannot be reached after 10 attempts.
  */
 int kube_watch(struct kube_client *c, const struct kube_resource *r,
 	       const char *ns, const struct kube_watch_options *opts,

@@ -101,9 +101,10 @@ expect_match 'LEGACY_MODE: applied earlier, no longer declared' "$out" "demo: th
 if printf '%s' "$out" | grep -q log-shipper; then not_ok "demo: the injected sidecar is not drift"; else ok "demo: the injected sidecar is not drift"; fi
 
 # Errors: one line each, exit 2.
-run_syncd diff "$cases/missing-object/desired"
-expect_rc 2 "--live is required"
-expect_match "^error: --live is required" "$errout" "the missing flag is named"
+# Without --live, diff reads the cluster; with no kubeconfig that fails clearly.
+HOME=$tmp/nohome KUBECONFIG= run_syncd diff "$cases/missing-object/desired"
+expect_rc 2 "no --live and no kubeconfig exits 2"
+expect_match "^error: .*kubeconfig" "$errout" "the missing kubeconfig is named"
 printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n' >"$tmp/bad-live.yaml"
 run_syncd diff "$cases/missing-object/desired" --live "$tmp/bad-live.yaml"
 expect_rc 2 "a malformed live file exits 2"

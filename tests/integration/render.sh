@@ -65,11 +65,11 @@ if [ -d "$kp" ]; then
 else
 	not_ok "fixtures not found at $FIXTURES"
 fi
-run_syncd render "$FIXTURES/podinfo-kustomize"
+run_syncd render "$FIXTURES/podinfo-kustomize" --renderer directory
 expect_rc 2 "podinfo as a plain directory: kustomization.yaml is no object"
 expect_eq "$errout" "error: kustomization.yaml:1: Kustomization: missing metadata" \
 	"the kustomization file is named"
-run_syncd render "$FIXTURES/podinfo-kustomize" --exclude kustomization.yaml -o json
+run_syncd render "$FIXTURES/podinfo-kustomize" --renderer directory --exclude kustomization.yaml -o json
 expect_rc 0 "podinfo renders without its kustomization.yaml"
 expect_eq "$(grep '^            "kind": ' "$tmp/.out" | tr -d ' ,' | tr '\n' ' ')" \
 	'"kind":"Deployment" "kind":"HorizontalPodAutoscaler" "kind":"Service" ' \

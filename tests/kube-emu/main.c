@@ -2,8 +2,8 @@
  * kube-emu: the command line and the HTTP layer (libmicrohttpd).
  *
  *   kube-emu --listen 127.0.0.1:PORT [--token TOKEN] [--kubeconfig-out FILE]
- *            [--tls] [--data FILE] [--faults SPEC]... [--webhook SPEC]...
- *            [--rollout SPEC]...
+ *            [--tls [--client-cert-kubeconfig FILE]] [--data FILE]
+ *            [--faults SPEC]... [--webhook SPEC]... [--rollout SPEC]...
  *
  * PORT 0 picks a free port; the address served is printed on stdout as
  * "listening on http://HOST:PORT" (https with --tls). SIGTERM and SIGINT
@@ -11,6 +11,12 @@
  *
  * --tls makes a throwaway CA and a server certificate with the openssl
  * command (tls.c); the kubeconfig then carries the CA.
+ * --client-cert-kubeconfig FILE also makes a client certificate
+ * (CN=admin) signed by that CA and writes a second kubeconfig that
+ * authenticates with it (client-certificate-data, client-key-data, no
+ * token). The server then asks TLS clients for a certificate (optional)
+ * and accepts a request that carries the token or a certificate that
+ * verifies against its CA, as kube-apiserver's authenticators do.
  *
  * --data FILE restores the store from FILE when it exists and writes it
  * back, atomically, within about 100 ms of every change and once more
@@ -20,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <signal.h>
@@ -39,6 +46,13 @@
 
 /* How often --data looks for a changed resourceVersion, in ms. */
 #define PERSIST_POLL_MS 100
+
+/*
+ * With --client-cert-kubeconfig: the Authorization header a request with
+ * a verified client certificate counts as (the server's own token), so
+ * that the handler's one authentication check serves both methods.
+ */
+static char *cert_authorization;
 
 /* Per-request state kept across libmicrohttpd's callbacks. */
 struct conn_state {
@@ -239,6 +253,28 @@ static struct MHD_Response *dropped_response(struct emu_response *resp)
 	return r;
 }
 
+/*
+ * Did the client present a certificate that verifies against our CA
+ * (MHD_OPTION_HTTPS_MEM_TRUST)? No certificate, or one that does not
+ * verify, is simply no authentication: the token may still be there.
+ */
+static bool client_cert_verified(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci;
+	gnutls_session_t session;
+	unsigned status = 0, n = 0;
+
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return false;
+	session = (gnutls_session_t)ci->tls_session;
+	if (!gnutls_certificate_get_peers(session, &n) || n == 0)
+		return false;
+	if (gnutls_certificate_verify_peers2(session, &status) < 0)
+		return false;
+	return status == 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *url, const char *method,
 				  const char *version, const char *upload,
@@ -282,6 +318,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_USER_AGENT);
 	req.authorization = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (cert_authorization && client_cert_verified(conn))
+		req.authorization = cert_authorization;
 	req.accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						 MHD_HTTP_HEADER_ACCEPT);
 	req.body = cs->body.ptr;
@@ -329,16 +367,27 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /*
  * The kubeconfig of --kubeconfig-out. With TLS it names the CA (its PEM,
  * base64) so that clients verify the server; the token goes in the user
- * entry (kubectl sends it only over TLS).
+ * entry (kubectl sends it only over TLS). With `client_cert` (the file
+ * of --client-cert-kubeconfig) the user entry has the client certificate
+ * and key instead of the token.
  */
 static int write_kubeconfig(const char *path, const char *host,
-			    const char *token, const struct emu_tls *tls)
+			    const char *token, const struct emu_tls *tls,
+			    bool client_cert)
 {
-	struct buf ca64 = BUF_INIT;
+	struct buf ca64 = BUF_INIT, crt64 = BUF_INIT, key64 = BUF_INIT;
 	FILE *f;
 	int error = 0;
 
-	if (tls && emu_base64(tls->ca.ptr, tls->ca.len, &ca64) < 0) {
+	if ((tls && emu_base64(tls->ca.ptr, tls->ca.len, &ca64) < 0) ||
+	    (client_cert &&
+	     (emu_base64(tls->client_cert.ptr, tls->client_cert.len,
+			 &crt64) < 0 ||
+	      emu_base64(tls->client_key.ptr, tls->client_key.len, &key64) <
+		      0))) {
+		buf_release(&ca64);
+		buf_release(&crt64);
+		buf_release(&key64);
 		fprintf(stderr, "kube-emu: out of memory\n");
 		return -1;
 	}
@@ -346,6 +395,8 @@ static int write_kubeconfig(const char *path, const char *host,
 	if (!f) {
 		fprintf(stderr, "kube-emu: %s: %s\n", path, strerror(errno));
 		buf_release(&ca64);
+		buf_release(&crt64);
+		buf_release(&key64);
 		return -1;
 	}
 	fprintf(f,
@@ -369,7 +420,12 @@ static int write_kubeconfig(const char *path, const char *host,
 		   "users:\n"
 		   "- name: kube-emu\n"
 		   "  user:\n");
-	if (token)
+	if (client_cert)
+		fprintf(f,
+			"    client-certificate-data: %s\n"
+			"    client-key-data: %s\n",
+			buf_cstr(&crt64), buf_cstr(&key64));
+	else if (token)
 		fprintf(f, "    token: %s\n", token);
 	else
 		fprintf(f, "    {}\n");
@@ -378,6 +434,8 @@ static int write_kubeconfig(const char *path, const char *host,
 		error = -1;
 	}
 	buf_release(&ca64);
+	buf_release(&crt64);
+	buf_release(&key64);
 	return error;
 }
 
@@ -600,9 +658,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kube-emu --listen HOST:PORT [--token TOKEN] "
 		"[--kubeconfig-out FILE]\n"
-		"                [--tls] [--data FILE] [--faults SPEC]... "
-		"[--webhook SPEC]...\n"
-		"                [--rollout SPEC]...\n"
+		"                [--tls [--client-cert-kubeconfig FILE]] "
+		"[--data FILE]\n"
+		"                [--faults SPEC]... [--webhook SPEC]... "
+		"[--rollout SPEC]...\n"
 		"  --listen HOST:PORT     IPv4 address to serve; PORT 0 picks "
 		"a free one\n"
 		"  --token TOKEN          require \"Authorization: Bearer "
@@ -610,6 +669,12 @@ static void usage(FILE *f)
 		"  --kubeconfig-out FILE  write a kubeconfig for this server\n"
 		"  --tls                  serve HTTPS with a throwaway CA "
 		"(needs openssl)\n"
+		"  --client-cert-kubeconfig FILE\n"
+		"                         with --tls: also make a client "
+		"certificate (CN=admin)\n"
+		"                         and write a kubeconfig that uses it; "
+		"accept it\n"
+		"                         as well as the token\n"
 		"  --data FILE            load the store from FILE, save it "
 		"there on changes\n"
 		"                         (within ~100 ms) and at exit\n"
@@ -661,6 +726,7 @@ int main(int argc, char **argv)
 		{"token", required_argument, NULL, 't'},
 		{"kubeconfig-out", required_argument, NULL, 'k'},
 		{"tls", no_argument, NULL, 'T'},
+		{"client-cert-kubeconfig", required_argument, NULL, 'C'},
 		{"data", required_argument, NULL, 'd'},
 		{"faults", required_argument, NULL, 'f'},
 		{"webhook", required_argument, NULL, 'w'},
@@ -672,11 +738,12 @@ int main(int argc, char **argv)
 	struct emu_tls tls = EMU_TLS_INIT;
 	struct persist persist = {0};
 	struct spec_list faults = {0}, webhooks = {0}, rollouts = {0}, *list;
-	struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
+	struct MHD_OptionItem tls_opts[4] = {{MHD_OPTION_END, 0, NULL}};
 	struct MHD_Daemon *d = NULL;
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_in sa = {0};
 	const char *listen_at = NULL, *kubeconfig = NULL, *data = NULL;
+	const char *cert_kubeconfig = NULL;
 	char host[64], addr[48], *colon, *end;
 	struct buf msg = BUF_INIT;
 	unsigned long port;
@@ -699,6 +766,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			use_tls = true;
+			break;
+		case 'C':
+			cert_kubeconfig = optarg;
 			break;
 		case 'd':
 			data = optarg;
@@ -725,6 +795,11 @@ int main(int argc, char **argv)
 	}
 	if (!listen_at || optind != argc) {
 		usage(stderr);
+		goto out;
+	}
+	if (cert_kubeconfig && !use_tls) {
+		fprintf(stderr,
+			"kube-emu: --client-cert-kubeconfig needs --tls\n");
 		goto out;
 	}
 	colon = strrchr(listen_at, ':');
@@ -789,7 +864,9 @@ int main(int argc, char **argv)
 	}
 	if (use_tls) {
 		buf_reset(&msg);
-		if (emu_tls_generate(&tls, addr, &msg) < 0) {
+		if ((cert_kubeconfig
+			     ? emu_tls_generate_client(&tls, addr, &msg)
+			     : emu_tls_generate(&tls, addr, &msg)) < 0) {
 			fprintf(stderr, "kube-emu: --tls: %s\n",
 				buf_cstr(&msg));
 			goto out;
@@ -798,6 +875,17 @@ int main(int argc, char **argv)
 		tls_opts[0].ptr_value = tls.key.ptr;
 		tls_opts[1].option = MHD_OPTION_HTTPS_MEM_CERT;
 		tls_opts[1].ptr_value = tls.cert.ptr;
+	}
+	if (cert_kubeconfig) {
+		/* libmicrohttpd then asks clients for an optional certificate. */
+		tls_opts[2].option = MHD_OPTION_HTTPS_MEM_TRUST;
+		tls_opts[2].ptr_value = tls.ca.ptr;
+		if (srv.token &&
+		    asprintf(&cert_authorization, "Bearer %s", srv.token) < 0) {
+			cert_authorization = NULL;
+			fprintf(stderr, "kube-emu: out of memory\n");
+			goto out;
+		}
 	}
 	flags = MHD_USE_INTERNAL_POLLING_THREAD |
 		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
@@ -818,7 +906,10 @@ int main(int argc, char **argv)
 	snprintf(host, sizeof(host), "%s:%lu", addr, port);
 	srv.host = host;
 	if (kubeconfig && write_kubeconfig(kubeconfig, host, srv.token,
-					   use_tls ? &tls : NULL) < 0)
+					   use_tls ? &tls : NULL, false) < 0)
+		goto out;
+	if (cert_kubeconfig &&
+	    write_kubeconfig(cert_kubeconfig, host, NULL, &tls, true) < 0)
 		goto out;
 	printf("listening on %s://%s\n", use_tls ? "https" : "http", host);
 	fflush(stdout);
@@ -849,6 +940,7 @@ out:
 	if (store_ok)
 		emu_store_release(&srv.store);
 	emu_tls_release(&tls);
+	free(cert_authorization);
 	buf_release(&msg);
 	free(faults.items);
 	free(webhooks.items);

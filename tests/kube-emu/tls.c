@@ -35,6 +35,8 @@ void emu_tls_release(struct emu_tls *t)
 	buf_release(&t->key);
 	buf_release(&t->cert);
 	buf_release(&t->ca);
+	buf_release(&t->client_key);
+	buf_release(&t->client_cert);
 }
 
 int emu_base64(const void *data, size_t len, struct buf *out)
@@ -212,11 +214,13 @@ static void random_serial(char *out, size_t outlen)
 		n += (size_t)snprintf(out + n, outlen - n, "%02x", b[i]);
 }
 
-int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
+static int generate(struct emu_tls *t, const char *ip, bool client,
+		    struct buf *msg)
 {
 	struct buf cnf = BUF_INIT;
 	char dir[4096], cnf_path[4200], ca_key[4200], ca_crt[4200];
 	char srv_key[4200], srv_csr[4200], srv_crt[4200], serial[40];
+	char cli_key[4200], cli_csr[4200], cli_crt[4200], cli_serial[40];
 	/* clang-format off */
 	const char *ca_argv[] = {
 		"openssl", "req", "-x509", "-new", "-config", cnf_path,
@@ -236,6 +240,18 @@ int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
 		"-days", CERT_DAYS, "-extfile", cnf_path,
 		"-extensions", "server_ext", "-out", srv_crt, NULL,
 	};
+	const char *cli_csr_argv[] = {
+		"openssl", "req", "-new", "-config", cnf_path,
+		"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+		"-nodes", "-keyout", cli_key, "-out", cli_csr,
+		"-subj", "/O=system:masters/CN=admin", NULL,
+	};
+	const char *cli_sign_argv[] = {
+		"openssl", "x509", "-req", "-in", cli_csr,
+		"-CA", ca_crt, "-CAkey", ca_key, "-set_serial", cli_serial,
+		"-days", CERT_DAYS, "-extfile", cnf_path,
+		"-extensions", "client_ext", "-out", cli_crt, NULL,
+	};
 	/* clang-format on */
 	const char *tmpdir = getenv("TMPDIR");
 	bool made = false;
@@ -244,6 +260,8 @@ int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
 	buf_init(&t->key, PEM_MAX + 1);
 	buf_init(&t->cert, PEM_MAX + 1);
 	buf_init(&t->ca, PEM_MAX + 1);
+	buf_init(&t->client_key, PEM_MAX + 1);
+	buf_init(&t->client_cert, PEM_MAX + 1);
 	if (!tmpdir || tmpdir[0] != '/' || strlen(tmpdir) > 2048)
 		tmpdir = "/tmp";
 	snprintf(dir, sizeof(dir), "%s/kube-emu-tls.XXXXXX", tmpdir);
@@ -259,7 +277,11 @@ int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
 	snprintf(srv_key, sizeof(srv_key), "%s/server.key", dir);
 	snprintf(srv_csr, sizeof(srv_csr), "%s/server.csr", dir);
 	snprintf(srv_crt, sizeof(srv_crt), "%s/server.crt", dir);
+	snprintf(cli_key, sizeof(cli_key), "%s/client.key", dir);
+	snprintf(cli_csr, sizeof(cli_csr), "%s/client.csr", dir);
+	snprintf(cli_crt, sizeof(cli_crt), "%s/client.crt", dir);
 	random_serial(serial, sizeof(serial));
+	random_serial(cli_serial, sizeof(cli_serial));
 
 	buf_addf(&cnf,
 		 "[req]\n"
@@ -278,7 +300,13 @@ int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
 		 "extendedKeyUsage = serverAuth\n"
 		 "subjectKeyIdentifier = hash\n"
 		 "authorityKeyIdentifier = keyid\n"
-		 "subjectAltName = IP:127.0.0.1,DNS:localhost%s%s\n",
+		 "subjectAltName = IP:127.0.0.1,DNS:localhost%s%s\n"
+		 "[client_ext]\n"
+		 "basicConstraints = critical,CA:FALSE\n"
+		 "keyUsage = critical,digitalSignature\n"
+		 "extendedKeyUsage = clientAuth\n"
+		 "subjectKeyIdentifier = hash\n"
+		 "authorityKeyIdentifier = keyid\n",
 		 strcmp(ip, "127.0.0.1") ? ",IP:" : "",
 		 strcmp(ip, "127.0.0.1") ? ip : "");
 	if (write_file(cnf_path, buf_cstr(&cnf), msg) < 0)
@@ -286,6 +314,11 @@ int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
 
 	if (run_openssl(ca_argv, msg) < 0 || run_openssl(csr_argv, msg) < 0 ||
 	    run_openssl(sign_argv, msg) < 0)
+		goto out;
+	if (client && (run_openssl(cli_csr_argv, msg) < 0 ||
+		       run_openssl(cli_sign_argv, msg) < 0 ||
+		       read_pem(cli_key, &t->client_key, msg) < 0 ||
+		       read_pem(cli_crt, &t->client_cert, msg) < 0))
 		goto out;
 	if (read_pem(srv_key, &t->key, msg) < 0 ||
 	    read_pem(srv_crt, &t->cert, msg) < 0 ||
@@ -297,4 +330,15 @@ out:
 		remove_dir(dir);
 	buf_release(&cnf);
 	return error;
+}
+
+int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg)
+{
+	return generate(t, ip, false, msg);
+}
+
+int emu_tls_generate_client(struct emu_tls *t, const char *ip,
+			    struct buf *msg)
+{
+	return generate(t, ip, true, msg);
 }

@@ -12,11 +12,14 @@ struct emu_tls {
 	struct buf key;	 /* the server's private key */
 	struct buf cert; /* the server's certificate */
 	struct buf ca;	 /* the CA certificate clients trust */
+	/* emu_tls_generate_client() only; empty otherwise */
+	struct buf client_key;	/* the client's private key */
+	struct buf client_cert; /* CN=admin, O=system:masters */
 };
 
-#define EMU_TLS_INIT                         \
-	{                                    \
-		BUF_INIT, BUF_INIT, BUF_INIT \
+#define EMU_TLS_INIT                                             \
+	{                                                        \
+		BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT \
 	}
 
 /* How long one openssl command may run, in ms. */
@@ -32,6 +35,14 @@ struct emu_tls {
  * emu_tls_release() in both cases.
  */
 int emu_tls_generate(struct emu_tls *t, const char *ip, struct buf *msg);
+
+/*
+ * emu_tls_generate() plus a client certificate (CN=admin,
+ * O=system:masters, extendedKeyUsage clientAuth) signed by the same CA
+ * before its key is thrown away, in t->client_cert and t->client_key.
+ */
+int emu_tls_generate_client(struct emu_tls *t, const char *ip,
+			    struct buf *msg);
 
 void emu_tls_release(struct emu_tls *t);
 

@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# Benchmark: `syncd diff` and `syncd sync` against a kube-emu on loopback,
+# with `kubectl diff --server-side` on the same manifests as the peer.
+#
+# Writes OBJECTS objects (default 10,000) over 10 kinds (ConfigMap, Secret,
+# Service, ServiceAccount, Deployment, Role, RoleBinding, NetworkPolicy,
+# PodDisruptionBudget, Ingress) in 4 namespaces as manifests into a
+# temporary folder, applies them with `syncd sync`, then measures in the
+# same run, each from a reset /emu/stats:
+#   - a no-drift `syncd diff`: requests, wall time, peak RSS;
+#   - `kubectl diff --server-side -f DIR` (skipped when kubectl is absent);
+#   - `syncd sync` of every object changed (one annotation): applies/s.
+# Goals (issue 5) are printed as met/MISSED with the figures as measured.
+# A missed goal exits 0; an error (kube-emu not coming up, a command
+# failing, drift where none is expected) exits non-zero.
+#
+#   bench/cluster.sh [OBJECTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+SYNCD="$BUILD/syncd"
+EMU="$BUILD/kube-emu"
+OBJECTS=${1:-10000}
+KINDS=10
+NAMESPACES=4
+APP=bench
+[ -x "$SYNCD" ] || make -s BUILD="$BUILD" "$SYNCD"
+[ -x "$EMU" ] || make -s BUILD="$BUILD" "$EMU"
+for tool in curl jq /usr/bin/time; do
+	command -v "$tool" >/dev/null || {
+		echo "bench/cluster.sh: $tool is required" >&2
+		exit 2
+	}
+done
+if [ $((OBJECTS % (KINDS * NAMESPACES))) -ne 0 ]; then
+	echo "bench/cluster.sh: OBJECTS must be a multiple of $((KINDS * NAMESPACES))" >&2
+	exit 2
+fi
+# `syncd sync` is required; say so plainly when this build lacks it.
+if ! "$SYNCD" sync --help >/dev/null 2>&1; then
+	echo "bench/cluster.sh: this syncd has no 'sync' command" >&2
+	exit 2
+fi
+
+out=bench/out/cluster
+rm -rf "$out"
+mkdir -p "$out"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncd-bench-cluster.XXXXXX")
+pid=
+cleanup() {
+	if [ -n "$pid" ]; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$EMU" --listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" \
+	>"$out/emu.out" 2>"$out/emu.err" &
+pid=$!
+url=
+for _ in $(seq 100); do
+	url=$(sed -n 's/^listening on //p' "$out/emu.out")
+	if [ -n "$url" ] &&
+		curl -fsS --max-time 2 "$url/readyz" >/dev/null 2>&1; then
+		break
+	fi
+	url=
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$url" ]; then
+	echo "kube-emu did not come up:" >&2
+	head -c 2000 "$out/emu.err" >&2
+	exit 1
+fi
+echo "kube-emu $url (pid $pid); $OBJECTS objects, $KINDS kinds," \
+	"$NAMESPACES namespaces"
+
+api() { # METHOD PATH [BODY]
+	curl -fsS --max-time 30 -X "$1" -H 'Content-Type: application/json' \
+		${3:+--data-binary "$3"} "$url$2"
+}
+
+# The namespaces exist before the app (they are not part of it).
+for j in $(seq 0 $((NAMESPACES - 1))); do
+	api POST /api/v1/namespaces \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"bench-$j\"}}" \
+		>/dev/null
+done
+
+# Manifests: one file per (kind, namespace), PER objects each; REV goes
+# into an annotation, so that a second generation changes every object.
+app="$tmp/$APP"
+PER=$((OBJECTS / KINDS / NAMESPACES))
+gen() { # REV
+	mkdir -p "$app"
+	awk -v per="$PER" -v nss="$NAMESPACES" -v rev="$1" -v dir="$app" '
+	function head(f, av, kind, name, ns) {
+		if (n[f]++) print "---" > f
+		print "apiVersion: " av > f
+		print "kind: " kind > f
+		print "metadata:" > f
+		print "  name: " name > f
+		print "  namespace: " ns > f
+		print "  labels: {app: " name "}" > f
+		print "  annotations: {bench.syncd.io/rev: \"" rev "\"}" > f
+	}
+	BEGIN {
+		split("configmap secret service serviceaccount deployment " \
+		      "role rolebinding networkpolicy pdb ingress", kinds, " ")
+		for (k = 1; k <= 10; k++)
+		for (j = 0; j < nss; j++) {
+			ns = "bench-" j
+			f = dir "/" kinds[k] "-" ns ".yaml"
+			for (i = 0; i < per; i++) {
+				nm = kinds[k] "-" i
+				a = "obj-" i
+				if (k == 1) {
+					head(f, "v1", "ConfigMap", nm, ns)
+					print "data: {key: value-" i ", mode: bench}" > f
+				} else if (k == 2) {
+					head(f, "v1", "Secret", nm, ns)
+					print "type: Opaque" > f
+					print "data: {password: c2VjcmV0LXZhbHVl}" > f
+				} else if (k == 3) {
+					head(f, "v1", "Service", nm, ns)
+					print "spec:" > f
+					print "  selector: {app: " a "}" > f
+					print "  ports:" > f
+					print "  - {name: http, port: 80, targetPort: 8080, protocol: TCP}" > f
+				} else if (k == 4) {
+					head(f, "v1", "ServiceAccount", nm, ns)
+				} else if (k == 5) {
+					head(f, "apps/v1", "Deployment", nm, ns)
+					print "spec:" > f
+					print "  replicas: 2" > f
+					print "  selector:" > f
+					print "    matchLabels: {app: " a "}" > f
+					print "  template:" > f
+					print "    metadata:" > f
+					print "      labels: {app: " a "}" > f
+					print "    spec:" > f
+					print "      containers:" > f
+					print "      - name: web" > f
+					print "        image: registry.example.com/web:1." i > f
+					print "        ports:" > f
+					print "        - {containerPort: 8080, name: http}" > f
+					print "        resources:" > f
+					print "          requests: {cpu: 100m, memory: 64Mi}" > f
+				} else if (k == 6) {
+					head(f, "rbac.authorization.k8s.io/v1", "Role", nm, ns)
+					print "rules:" > f
+					print "- apiGroups: [\"\"]" > f
+					print "  resources: [configmaps, secrets]" > f
+					print "  verbs: [get, list, watch]" > f
+				} else if (k == 7) {
+					head(f, "rbac.authorization.k8s.io/v1", "RoleBinding", nm, ns)
+					print "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: role-" i "}" > f
+					print "subjects:" > f
+					print "- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"system:serviceaccounts:" ns "\"}" > f
+				} else if (k == 8) {
+					head(f, "networking.k8s.io/v1", "NetworkPolicy", nm, ns)
+					print "spec:" > f
+					print "  podSelector:" > f
+					print "    matchLabels: {app: " a "}" > f
+					print "  policyTypes: [Ingress]" > f
+					print "  ingress:" > f
+					print "  - from:" > f
+					print "    - podSelector: {}" > f
+					print "    ports:" > f
+					print "    - {port: 8080, protocol: TCP}" > f
+				} else if (k == 9) {
+					head(f, "policy/v1", "PodDisruptionBudget", nm, ns)
+					print "spec:" > f
+					print "  minAvailable: 1" > f
+					print "  selector:" > f
+					print "    matchLabels: {app: " a "}" > f
+				} else {
+					head(f, "networking.k8s.io/v1", "Ingress", nm, ns)
+					print "spec:" > f
+					print "  rules:" > f
+					print "  - host: h" i ".example.com" > f
+					print "    http:" > f
+					print "      paths:" > f
+					print "      - path: /" > f
+					print "        pathType: Prefix" > f
+					print "        backend:" > f
+					print "          service:" > f
+					print "            name: service-" i > f
+					print "            port: {number: 80}" > f
+				}
+			}
+			close(f)
+		}
+	}'
+}
+
+reset_stats() { api DELETE /emu/stats >/dev/null; }
+stats() { api GET /emu/stats >"$out/stats-$1.json"; }
+count() { # FILE JQ-FILTER: sum of counts of the matching rows
+	jq "[.requests[] | select($2) | .count] | add // 0" "$1"
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+# run NAME EXPECTED-EXIT... -- CMD...: time CMD, peak RSS, exit status.
+run() {
+	local name=$1 ok=" $2 " t0 t1 rc=0
+	shift 3
+	reset_stats
+	t0=$(now)
+	/usr/bin/time -f %M -o "$out/$name.rss" "$@" \
+		>"$out/$name.out" 2>"$out/$name.err" || rc=$?
+	t1=$(now)
+	stats "$name"
+	wall=$(elapsed "$t0" "$t1")
+	rss=$(tail -n 1 "$out/$name.rss")
+	reqs=$(jq .total "$out/stats-$name.json")
+	if [[ $ok != *" $rc "* ]]; then
+		echo "$name: exit $rc (expected$ok)" >&2
+		head -c 3000 "$out/$name.err" >&2
+		exit 1
+	fi
+}
+
+gen 1
+kc=(--kubeconfig "$tmp/kubeconfig")
+run sync-create 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 --app "$APP"
+created=$(count "$out/stats-sync-create.json" '.verb == "patch" and .code == 201')
+echo "initial sync: $created objects created in ${wall}s"
+if [ "$created" -lt "$OBJECTS" ]; then
+	echo "initial sync created $created objects, not $OBJECTS" >&2
+	exit 1
+fi
+
+# The no-drift diff.
+run syncd-diff 0 -- "$SYNCD" diff "$app" "${kc[@]}" -n bench-0 --app "$APP"
+d_wall=$wall d_rss=$rss d_reqs=$reqs
+d_lists=$(count "$out/stats-syncd-diff.json" '.verb == "list"')
+
+k_wall= k_rss= k_reqs=
+if command -v kubectl >/dev/null; then
+	# A warm discovery cache, as a kubectl user has it.
+	kubectl "${kc[@]}" --cache-dir "$tmp/kcache" api-resources \
+		>/dev/null 2>&1 || true
+	run kubectl-diff 0 -- kubectl "${kc[@]}" --cache-dir "$tmp/kcache" \
+		diff --server-side -f "$app"
+	k_wall=$wall k_rss=$rss k_reqs=$reqs
+else
+	echo "peer: kubectl is not installed; no kubectl diff column"
+fi
+
+# Every object changed, then one sync.
+rm -rf "$app"
+gen 2
+run sync-change 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 --app "$APP"
+s_wall=$wall s_rss=$rss s_reqs=$reqs
+applied=$(count "$out/stats-sync-change.json" '.verb == "patch" and .code == 200')
+if [ "$applied" -lt "$OBJECTS" ]; then
+	echo "sync of changed objects applied $applied of $OBJECTS" >&2
+	exit 1
+fi
+rate=$(awk -v n="$applied" -v t="$s_wall" 'BEGIN { printf "%.0f", n / t }')
+
+if ! kill -0 "$pid" 2>/dev/null; then
+	echo "kube-emu exited during the benchmark:" >&2
+	head -c 2000 "$out/emu.err" >&2
+	exit 1
+fi
+
+echo
+printf '%-34s %10s %10s %12s\n' "" requests "wall s" "peak RSS KiB"
+printf '%-34s %10s %10s %12s\n' "syncd diff (no drift)" "$d_reqs" \
+	"$d_wall" "$d_rss"
+if [ -n "$k_wall" ]; then
+	printf '%-34s %10s %10s %12s\n' "kubectl diff --server-side" \
+		"$k_reqs" "$k_wall" "$k_rss"
+fi
+printf '%-34s %10s %10s %12s\n' "syncd sync ($applied changed)" \
+	"$s_reqs" "$s_wall" "$s_rss"
+echo "  syncd diff: $d_lists LISTs; syncd sync: $rate applies/s"
+echo
+
+goal() { # TEXT MET(0/1)
+	if [ "$2" = 1 ]; then
+		echo "goal: $1: met"
+	else
+		echo "goal: $1: MISSED"
+	fi
+}
+budget=$((KINDS * NAMESPACES + 2))
+goal "no-drift diff requests <= types x namespaces + 2 = $budget ($d_reqs)" \
+	"$([ "$d_reqs" -le "$budget" ] && echo 1 || echo 0)"
+if [ -n "$k_wall" ]; then
+	ratio=$(awk -v k="$k_wall" -v s="$d_wall" \
+		'BEGIN { printf "%.1f", (s > 0 ? k / s : 0) }')
+	goal ">= 20x faster than kubectl diff --server-side (${ratio}x)" \
+		"$(awk -v r="$ratio" 'BEGIN { print (r >= 20) ? 1 : 0 }')"
+else
+	echo "goal: >= 20x faster than kubectl diff: not measured (no kubectl)"
+fi
+goal ">= 500 applies/s ($rate)" "$([ "$rate" -ge 500 ] && echo 1 || echo 0)"

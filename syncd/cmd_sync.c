@@ -1,0 +1,290 @@
+/*
+ * syncd sync PATH: one reconcile pass of an app against a cluster
+ * (syncd/app.c): compare, apply what differs in order, prune orphans.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff/diff.h"
+#include "syncd/app.h"
+#include "syncd/cli.h"
+#include "syncd/cli_app.h"
+
+static const char usage[] =
+	"usage: syncd sync PATH [--kubeconfig FILE] [--context NAME]\n"
+	"                  [-n NS] [--app NAME] [--field-manager NAME]\n"
+	"                  [--dry-run] [--force-conflicts] [--prune]\n"
+	"                  [--prune-allow-kind KIND[.GROUP]]...\n"
+	"                  [--prune-budget N]\n"
+	"       (PATH, or --repo URL [--revision REV] [--path SUBDIR])\n"
+	"\n"
+	"Make the cluster match what PATH renders to, in one pass:\n"
+	"server-side apply (field manager syncd) of every object that\n"
+	"differs, in order (the app's inventory Secret, CRDs - then wait\n"
+	"until they are established - Namespaces, other cluster-scoped\n"
+	"objects, namespaced objects); objects already in sync are not\n"
+	"written. Every applied object carries the label\n"
+	"applyset.kubernetes.io/part-of=<id>, and the inventory Secret\n"
+	"(named after the app) lists their kinds, as kubectl's ApplySets\n"
+	"do. Fields a person changed (kubectl edit, scale, ...) are taken\n"
+	"back; fields another controller owns (an HPA's replicas) are left\n"
+	"alone unless --force-conflicts.\n"
+	"\n"
+	"      --kubeconfig FILE      kubeconfig (default: $KUBECONFIG,\n"
+	"                             then ~/.kube/config)\n"
+	"      --context NAME         kubeconfig context (default: current)\n"
+	"  -n, --namespace NS         namespace for namespaced objects that\n"
+	"                             name none, and of the inventory\n"
+	"                             Secret (default: the context's)\n"
+	"      --app NAME             the app's inventory name (default:\n"
+	"                             the basename of PATH)\n"
+	"      --field-manager NAME   the manager to apply as (syncd)\n"
+	"      --dry-run              dry-run every apply (the server\n"
+	"                             validates and admits), delete\n"
+	"                             nothing, print what would change\n"
+	"      --force-conflicts      take fields other controllers own\n"
+	"                             back (policy override; default:\n"
+	"                             respect)\n"
+	"      --prune                delete labelled objects the app no\n"
+	"                             longer has (never Namespaces,\n"
+	"                             PersistentVolumeClaims or CRDs\n"
+	"                             unless allowed)\n"
+	"      --prune-allow-kind K   allow pruning kind K: Namespace,\n"
+	"                             PersistentVolumeClaim or\n"
+	"                             CustomResourceDefinition.\n"
+	"                             apiextensions.k8s.io (repeatable)\n"
+	"      --prune-budget N       prune nothing when more than N\n"
+	"                             objects would go (default 50)\n"
+	"      --qps N, --burst N     client-side rate limit: requests per\n"
+	"                             second and burst (default 50, 100)\n"
+	"  -h, --help                 this text\n";
+
+static const char usage_tail[] =
+	"\n"
+	"Exit status: 0 converged, 1 some objects failed (listed with the API\n"
+	"server's message), 2 could not run.\n";
+
+#define MAX_ALLOW 16
+
+static int print_result(const struct app_sync_result *res, bool dry_run)
+{
+	struct buf out = BUF_INIT;
+	int rc;
+
+	buf_add(&out, res->log.ptr ? res->log.ptr : "", res->log.len);
+	buf_addf(&out,
+		 "%s%zu applied, %zu unchanged, %zu pruned, %zu orphans kept, "
+		 "%zu failed\n",
+		 dry_run ? "dry run: " : "", res->applied, res->unchanged,
+		 res->pruned, res->kept, res->failed);
+	if (err_count(&res->failures)) {
+		const char *p = err_msg(&res->failures);
+
+		buf_adds(&out, "failures:\n");
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+			buf_adds(&out, "  ");
+			buf_add(&out, p, n);
+			buf_addch(&out, '\n');
+			p += n + (nl ? 1 : 0);
+		}
+	}
+	rc = cli_write_stdout(buf_cstr(&out), out.len);
+	buf_release(&out);
+	return rc;
+}
+
+static int sync_main(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{"kubeconfig", required_argument, NULL, 'K'},
+		{"context", required_argument, NULL, 'X'},
+		{"namespace", required_argument, NULL, 'n'},
+		{"app", required_argument, NULL, 'A'},
+		{"field-manager", required_argument, NULL, 'm'},
+		{"dry-run", no_argument, NULL, 'D'},
+		{"force-conflicts", no_argument, NULL, 'F'},
+		{"prune", no_argument, NULL, 'R'},
+		{"prune-allow-kind", required_argument, NULL, 'k'},
+		{"prune-budget", required_argument, NULL, 'b'},
+		{"qps", required_argument, NULL, 'Q'},
+		{"burst", required_argument, NULL, 'B'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cli_app capp = CLI_APP_INIT;
+	struct diff_options dopts = DIFF_OPTIONS_INIT;
+	struct app_sync_options so = {0};
+	struct kube_client_options ko = {0};
+	struct app_sync_result res = APP_SYNC_RESULT_INIT;
+	struct diff_objset desired = DIFF_OBJSET_INIT;
+	struct diff_schemas *reg = NULL;
+	struct diff_report *report = NULL;
+	struct err err = ERR_INIT;
+	struct app_conn conn;
+	struct app app;
+	const struct option *longopts = cli_app_longopts(&capp, own);
+	const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
+	const char *name = NULL, *path, *revision = NULL;
+	const char *allow[MAX_ALLOW + 1] = {0};
+	size_t nallow = 0;
+	char *derived = NULL, *end;
+	int c, r, error, rc = EXIT_ERROR;
+
+	memset(&conn, 0, sizeof(conn));
+	memset(&app, 0, sizeof(app));
+	if (!longopts) {
+		fprintf(stderr, "error: out of memory\n");
+		return EXIT_ERROR;
+	}
+	dopts.field_manager = "syncd";
+	so.prune_budget = 50;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'K':
+			kubeconfig = optarg;
+			break;
+		case 'X':
+			context = optarg;
+			break;
+		case 'n':
+			ns = optarg;
+			break;
+		case 'A':
+			name = optarg;
+			break;
+		case 'm':
+			if (!*optarg) {
+				rc = cli_usage_error(&cli_sync_command,
+						     "empty field manager");
+				goto out;
+			}
+			dopts.field_manager = optarg;
+			break;
+		case 'D':
+			so.dry_run = true;
+			break;
+		case 'F':
+			dopts.policy = DIFF_POLICY_OVERRIDE;
+			break;
+		case 'R':
+			so.prune = true;
+			break;
+		case 'k':
+			if (nallow == MAX_ALLOW) {
+				rc = cli_usage_error(&cli_sync_command,
+						     "more than %d "
+						     "--prune-allow-kind",
+						     MAX_ALLOW);
+				goto out;
+			}
+			allow[nallow++] = optarg;
+			break;
+		case 'b':
+			so.prune_budget = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || *optarg == '-') {
+				rc = cli_usage_error(&cli_sync_command,
+						     "--prune-budget wants a "
+						     "number, not \"%s\"",
+						     optarg);
+				goto out;
+			}
+			break;
+		case 'Q':
+		case 'B':
+			if (app_client_option(&ko, c == 'Q' ? "qps" : "burst",
+					      optarg, &err) < 0) {
+				rc = cli_usage_error(&cli_sync_command, "%s",
+						     err_first(&err));
+				goto out;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			cli_app_usage(stdout);
+			fputs(usage_tail, stdout);
+			rc = EXIT_OK;
+			goto out;
+		default:
+			r = cli_app_option(&capp, c, optarg, &err);
+			if (r <= 0) {
+				rc = cli_usage_error(&cli_sync_command, "%s",
+						     r < 0 ? err_first(&err)
+							   : "bad option");
+				goto out;
+			}
+		}
+	}
+	if (optind < argc - 1 || (optind == argc && !capp.source.repo)) {
+		rc = cli_usage_error(&cli_sync_command,
+				     optind == argc ? "missing PATH"
+						    : "more than one PATH");
+		goto out;
+	}
+	path = optind < argc ? argv[optind] : NULL;
+	if (!name) {
+		derived = app_name_from_path(path ? path
+					     : capp.source.subpath
+						     ? capp.source.subpath
+						     : capp.source.repo);
+		if (!derived) {
+			rc = cli_usage_error(&cli_sync_command,
+					     "cannot derive an app name from "
+					     "the path: give --app NAME");
+			goto out;
+		}
+		name = derived;
+	}
+	so.prune_allow = allow;
+	capp.name = name;
+	capp.namespace = ns;
+
+	if (cli_app_load(&capp, path, &desired, &revision, &err) < 0 ||
+	    app_conn_open(&conn, kubeconfig, context, &ko, &err) < 0 ||
+	    app_init(&app, conn.client, conn.disc, name,
+		     ns ? ns : conn.cfg.namespace, dopts.field_manager,
+		     &err) < 0)
+		goto fail;
+	error = app_compare(&app, &desired, &dopts, &reg, &report, revision,
+			    &err);
+	if (error == ERR_NOTFOUND && report) {
+		/* Kinds nobody serves: those objects fail, the rest goes on. */
+		err_reset(&err);
+	} else if (error < 0) {
+		goto fail;
+	}
+	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
+		goto fail;
+	rc = print_result(&res, so.dry_run);
+	if (err_count(&res.failures))
+		err_print(&res.failures, stderr, "error");
+	if (rc == EXIT_OK && res.failed)
+		rc = EXIT_RESULT;
+	goto out;
+fail:
+	cli_print_errors(&err);
+	rc = EXIT_ERROR;
+out:
+	app_sync_result_release(&res);
+	diff_report_free(report);
+	diff_schemas_free(reg);
+	diff_objset_release(&desired);
+	app_release(&app);
+	app_conn_close(&conn);
+	cli_app_release(&capp);
+	free(derived);
+	err_release(&err);
+	return rc;
+}
+
+const struct cli_command cli_sync_command = {
+	"sync",
+	"apply what differs from a path to a cluster, and prune",
+	usage,
+	sync_main,
+};

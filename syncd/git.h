@@ -1,0 +1,179 @@
+/*
+ * git: a Git repository as the source of an app's files (libgit2).
+ *
+ * A git_source follows one (URL, revision, subpath). Each poll lists the
+ * remote's refs and fetches only when the wanted ref moved; a pinned full
+ * commit id that is already in the cache needs no network at all. The
+ * result names the commit and the tree id of the subpath, and says whether
+ * that tree differs from the last one recorded as rendered, so a commit
+ * elsewhere in a monorepo costs no render.
+ *
+ * Cache layout (cache_dir, default $XDG_CACHE_HOME/syncd, else
+ * ~/.cache/syncd), one directory per URL named after the SHA-256 of the URL
+ * with any user information removed (credentials never appear in names,
+ * files or messages):
+ *
+ *   <cache_dir>/<sha256(url)>/repo.git     bare repository
+ *   <cache_dir>/<sha256(url)>/lock         flock(2): one writer at a time,
+ *                                          shared by every process
+ *   <cache_dir>/<sha256(url)>/trees/<id>   read-only checkouts, by tree id
+ *   <cache_dir>/<sha256(url)>/state/<key>  last rendered tree of one
+ *                                          (revision, subpath)
+ *
+ * URLs: https://, http://, ssh://, scp form (git@host:org/repo.git),
+ * file:// and local paths. A password inside the URL is refused: secrets
+ * come from files or environment variables only (never argv).
+ *
+ * Revisions: a branch, a tag (annotated or lightweight), a full or
+ * abbreviated commit id, or a full ref name (refs/...); NULL means the
+ * remote's HEAD.
+ *
+ * Submodules are not followed: a submodule entry is left out of the
+ * checkout. Symbolic links are kept only when they stay inside the
+ * checkout; one that points outside (absolute or through "..") is an error.
+ *
+ * Failures keep what was good: a failed poll (server down, branch deleted,
+ * signature refused, limit hit) changes neither the last checkout nor the
+ * last-render record.
+ *
+ * Thread safety: one git_source is used by one thread at a time; distinct
+ * sources may be used from distinct threads.
+ */
+#ifndef SYNCD_GIT_H
+#define SYNCD_GIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define GIT_SOURCE_OPTIONS_VERSION 1
+
+/* Hex object id length (SHA-1 repositories). */
+#define GIT_SOURCE_OID_HEXSZ 40
+
+/* Defaults used when the option is 0. */
+#define GIT_SOURCE_DEFAULT_TIMEOUT_MS 60000u
+#define GIT_SOURCE_DEFAULT_MAX_REPO_BYTES (2ull << 30)  /* 2 GiB */
+#define GIT_SOURCE_DEFAULT_MAX_BLOB_BYTES (16ull << 20) /* 16 MiB */
+
+/*
+ * Credentials and trust. Every field is optional. Secrets are read from
+ * the named file (trailing newline removed) or environment variable when
+ * the server asks for them, and are never copied into the cache.
+ */
+struct git_source_auth {
+	const char *username;            /* HTTPS user; SSH user when the
+					    URL names none (default "git") */
+	const char *password_file;       /* HTTPS password */
+	const char *password_env;        /* name of a variable holding it */
+	const char *token_file;          /* HTTPS token (used as password;
+					    username defaults to "git") */
+	const char *token_env;
+	const char *ca_file;             /* PEM bundle that replaces the
+					    system CAs for this source */
+	const char *ssh_key_file;        /* private key; NULL: ssh-agent when
+					    SSH_AUTH_SOCK is set */
+	const char *ssh_passphrase_file;
+	const char *known_hosts_file;    /* NULL: ~/.ssh/known_hosts */
+	bool insecure_skip_host_key_check;
+};
+
+/*
+ * Commit signature policy. When either file is set, the polled commit must
+ * carry a signature that one of them verifies, else the poll fails naming
+ * the commit and the reason. allowed_signers: ssh-keygen's format (checked
+ * with `ssh-keygen -Y verify`, namespace "git"). gpg_keyring: a binary
+ * OpenPGP keyring (`gpg --export KEYID > FILE`), checked with gpgv; every
+ * key in it is trusted.
+ */
+struct git_source_verify {
+	const char *allowed_signers_file;
+	const char *gpg_keyring_file;
+};
+
+struct git_source_options {
+	unsigned version;          /* GIT_SOURCE_OPTIONS_VERSION */
+	const char *url;           /* required */
+	const char *revision;      /* NULL: the remote's HEAD */
+	const char *subpath;       /* NULL or "": the whole tree */
+	const char *cache_dir;     /* NULL: $XDG_CACHE_HOME/syncd, else
+				      $HOME/.cache/syncd */
+	struct git_source_auth auth;
+	struct git_source_verify verify;
+	unsigned fetch_timeout_ms; /* one connect+fetch; 0: default */
+	uint64_t max_repo_bytes;   /* size of the cached repository after a
+				      fetch (and bytes received by one
+				      fetch); 0: default */
+	uint64_t max_blob_bytes;   /* largest file read; 0: default */
+};
+
+#define GIT_SOURCE_OPTIONS_INIT {.version = GIT_SOURCE_OPTIONS_VERSION}
+
+struct git_source_poll_result {
+	char commit[GIT_SOURCE_OID_HEXSZ + 1]; /* resolved commit id */
+	char tree[GIT_SOURCE_OID_HEXSZ + 1];   /* tree id at subpath */
+	/* Last tree recorded by git_source_mark_rendered() for this
+	 * (URL, revision, subpath), "" when none, also across restarts. */
+	char rendered_tree[GIT_SOURCE_OID_HEXSZ + 1];
+	bool changed;          /* tree != rendered_tree */
+	bool fetched;          /* this poll downloaded objects */
+	bool contacted;        /* this poll talked to the remote (ls) */
+	unsigned long requests; /* remote connections made by this source
+				   since open (ls-remote and fetch each
+				   count one) */
+};
+
+struct git_source;
+
+/*
+ * Check the options and open (creating when needed) the cache of o->url.
+ * No network access. Caller owns *out; free with git_source_free(). Strings
+ * in *o are copied. ERR_USAGE/ERR_INVALID for bad options (unsupported URL,
+ * password inside the URL, missing secret file), ERR_IO for the cache.
+ */
+int git_source_open(struct git_source **out,
+		    const struct git_source_options *o, struct err *err);
+
+/*
+ * Find the commit the revision names now, fetching when needed, check its
+ * signature when a policy is set, and fill *r. Errors (the URL in them has
+ * no user information): ERR_NOTFOUND (revision not on the remote, path not
+ * in the commit), ERR_TIMEOUT, ERR_LIMIT (repository too big), ERR_INVALID
+ * (signature refused, authentication failed, host key unknown or changed:
+ * the message holds the key's SHA256 fingerprint), ERR_IO (server down,
+ * other transport errors). After an error the source keeps its last good
+ * commit: git_source_checkout() still returns its directory.
+ */
+int git_source_poll(struct git_source *s, struct git_source_poll_result *r,
+		    struct err *err);
+
+/*
+ * A read-only directory holding the tree of the last successfully polled
+ * commit at subpath: <cache>/trees/<tree id>, written under a temporary
+ * name then renamed into place, and reused as is when it already exists.
+ * Files bigger than max_blob_bytes are refused (ERR_LIMIT, naming the
+ * file). ERR_INVALID when nothing was polled yet. Caller owns *dir; free().
+ * The directory stays until a later checkout of the same source replaces
+ * it and a cleanup finds it unreferenced (the current and the previous
+ * tree of every (revision, subpath) sharing the cache are kept).
+ */
+int git_source_checkout(struct git_source *s, char **dir, struct err *err);
+
+/*
+ * Record that the tree `tree` (hex id from a poll result) was rendered,
+ * in memory and in the cache (so a restart knows it): the next poll
+ * reports changed == false until the subpath's tree changes.
+ */
+int git_source_mark_rendered(struct git_source *s, const char *tree,
+			     struct err *err);
+
+/* The URL without user information, for messages. Owned by s. */
+const char *git_source_url(const struct git_source *s);
+
+/* The URL's cache directory (<cache_dir>/<sha256>). Owned by s. */
+const char *git_source_cache_path(const struct git_source *s);
+
+void git_source_free(struct git_source *s);
+
+#endif

@@ -1,0 +1,2 @@
+{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' },
+  data: { passwd: importstr '/etc/passwd' } }

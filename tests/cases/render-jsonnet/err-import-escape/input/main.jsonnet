@@ -1,0 +1,2 @@
+local x = import '../outside.libsonnet';
+x

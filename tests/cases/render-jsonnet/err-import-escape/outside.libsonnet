@@ -1,0 +1,1 @@
+{ secret: 'outside the root' }

@@ -1,0 +1,2 @@
+local lib = import 'lib/broken.libsonnet';
+lib

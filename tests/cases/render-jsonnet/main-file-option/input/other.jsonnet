@@ -1,0 +1,1 @@
+error 'not the main file'
