@@ -1,11 +1,23 @@
 /*
  * The app options shared by render, diff and sync.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "renderers/render.h"
 #include "syncd/cli_app.h"
+#include "util/log.h"
+#include "util/sha256.h"
+
+/* Format of the render cache files; bump when it changes. */
+#define RENDER_CACHE_VERSION 1
+/* Largest render cache file read back. */
+#define RENDER_CACHE_MAX (256u << 20)
 
 static size_t count(const struct option *o)
 {
@@ -38,8 +50,13 @@ int cli_app_option(struct cli_app *app, int val, const char *arg,
 {
 	int r = cli_source_option(&app->source, val, arg, err);
 
-	if (r == 0)
+	if (r == 0) {
 		r = cli_render_option(&app->render, val, arg, err);
+		/* Every render option is part of the render cache key. */
+		if (r == 1 && buf_addf(&app->render_args, "%d=%s\n", val,
+				       arg ? arg : "") < 0)
+			r = err_set(err, ERR_NOMEM, "out of memory");
+	}
 	return r;
 }
 
@@ -49,13 +66,134 @@ void cli_app_usage(FILE *f)
 	fputs(cli_render_usage, f);
 }
 
+/*
+ * The render cache file of this load, or false when the render must not
+ * be cached (not from Git; exec plugins and variable files can change
+ * without a commit).
+ */
+static bool cache_file(const struct cli_app *app, struct buf *out)
+{
+	const struct cli_source *s = &app->source;
+	struct sha256_ctx ctx;
+	unsigned char digest[SHA256_DIGEST_SIZE];
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+	struct buf key = BUF_INIT;
+	bool ok;
+
+	if (!s->tree || !s->cache_path ||
+	    app->render.kind == RENDER_EXEC || app->render.vars_files.len)
+		return false;
+	ok = buf_addf(&key, "v%d\ntree=%s\nname=%s\nnamespace=%s\n%s",
+		      RENDER_CACHE_VERSION, s->tree, app->name ? app->name : "",
+		      app->namespace ? app->namespace : "",
+		      buf_cstr(&app->render_args)) >= 0;
+	if (ok) {
+		sha256_init(&ctx);
+		sha256_update(&ctx, key.ptr, key.len);
+		sha256_final(&ctx, digest);
+		hex_encode(digest, sizeof(digest), hex);
+		ok = buf_addf(out, "%s/renders/%s.json", s->cache_path, hex) >= 0;
+	}
+	buf_release(&key);
+	return ok;
+}
+
+/* Read a cached render into *out; false (and *out empty) on any problem. */
+static bool cache_read(const char *file, struct diff_objset *out)
+{
+	struct buf data = BUF_INIT;
+	struct err err = ERR_INIT;
+	struct diff_object *obj = NULL;
+	json_t *doc = NULL, *objs, *o;
+	size_t i;
+	bool ok = false;
+
+	if (access(file, R_OK) < 0 ||
+	    render_read_file(&data, file, file, RENDER_CACHE_MAX, &err) < 0)
+		goto out;
+	doc = json_loadb(data.ptr, data.len, 0, NULL);
+	objs = json_object_get(doc, "objects");
+	if (json_integer_value(json_object_get(doc, "version")) !=
+		    RENDER_CACHE_VERSION ||
+	    !json_is_array(objs))
+		goto out;
+	json_array_foreach (objs, i, o) {
+		if (diff_object_new(&obj, json_object_get(o, "object"),
+				    json_string_value(json_object_get(o, "origin")),
+				    &err) < 0 ||
+		    diff_objset_add(out, obj, &err) < 0)
+			goto out;
+		obj = NULL;
+	}
+	ok = true;
+out:
+	if (!ok) {
+		diff_object_free(obj);
+		diff_objset_release(out);
+	}
+	json_decref(doc);
+	buf_release(&data);
+	err_release(&err);
+	return ok;
+}
+
+/*
+ * Store a render (best effort: a cache that cannot be written costs a
+ * render next time, nothing else). Written to a temporary file and
+ * renamed, so a reader never sees half a file.
+ */
+static void cache_write(const char *file, const struct diff_objset *set)
+{
+	struct buf tmp = BUF_INIT, dir = BUF_INIT;
+	json_t *doc, *objs;
+	const char *slash;
+	size_t i;
+	int fd = -1;
+
+	doc = json_pack("{s:i, s:[]}", "version", RENDER_CACHE_VERSION,
+			"objects");
+	objs = json_object_get(doc, "objects");
+	for (i = 0; doc && i < set->len; i++)
+		json_array_append_new(
+			objs, json_pack("{s:O, s:s?}", "object",
+					set->items[i]->json, "origin",
+					set->items[i]->origin));
+	slash = strrchr(file, '/');
+	if (!doc || !slash || buf_add(&dir, file, slash - file) < 0 ||
+	    (mkdir(dir.ptr, 0700) < 0 && errno != EEXIST) ||
+	    buf_addf(&tmp, "%s.tmp.%ld", file, (long)getpid()) < 0)
+		goto out;
+	fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	if (json_dumpfd(doc, fd, JSON_COMPACT) < 0 || fsync(fd) < 0) {
+		unlink(tmp.ptr);
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	if (rename(tmp.ptr, file) < 0)
+		unlink(tmp.ptr);
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp.ptr);
+	}
+	json_decref(doc);
+	buf_release(&tmp);
+	buf_release(&dir);
+}
+
 int cli_app_load(struct cli_app *app, const char *path,
 		 struct diff_objset *out, const char **revision,
 		 struct err *err)
 {
 	struct cli_render_env env = {0};
+	struct buf file = BUF_INIT;
+	bool cacheable;
 	int error;
 
+	app->render_cached = false;
 	if ((error = cli_source_prepare(&app->source, path, err)) < 0)
 		return error;
 	env.app_name = app->name;
@@ -64,7 +202,20 @@ int cli_app_load(struct cli_app *app, const char *path,
 	env.path = path ? path : app->source.subpath;
 	if (revision)
 		*revision = app->source.commit;
-	return cli_render_run(&app->render, app->source.dir, &env, out, err);
+	cacheable = cache_file(app, &file);
+	if (cacheable && cache_read(file.ptr, out)) {
+		app->render_cached = true;
+		if (app->source.verbose)
+			log_info("render reused", "tree", app->source.tree,
+				 "objects", "cached", NULL);
+		goto out;
+	}
+	error = cli_render_run(&app->render, app->source.dir, &env, out, err);
+	if (!error && cacheable)
+		cache_write(file.ptr, out);
+out:
+	buf_release(&file);
+	return error;
 }
 
 void cli_app_release(struct cli_app *app)
@@ -75,4 +226,5 @@ void cli_app_release(struct cli_app *app)
 	cli_render_release(&app->render);
 	free(app->longopts);
 	app->longopts = NULL;
+	buf_release(&app->render_args);
 }

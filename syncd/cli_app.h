@@ -21,9 +21,12 @@ struct cli_app {
 	const char *name;      /* app name (inventory id); NULL: derived */
 	const char *namespace; /* default namespace of the app's objects */
 	struct option *longopts; /* own + app options, from cli_app_longopts */
+	struct buf render_args;	 /* the render options given, for the cache key */
+	bool render_cached;	 /* the last load came from the render cache */
 };
 
-#define CLI_APP_INIT {CLI_SOURCE_INIT, CLI_RENDER_INIT, NULL, NULL, NULL}
+#define CLI_APP_INIT \
+	{CLI_SOURCE_INIT, CLI_RENDER_INIT, NULL, NULL, NULL, BUF_INIT, false}
 
 /*
  * `own` (ended by an all-zero entry) followed by the source and render
@@ -44,6 +47,13 @@ void cli_app_usage(FILE *f);
  * Fetch (when from Git) and render the app at `path` (NULL with --repo)
  * into *out. *revision (may be NULL) gets the commit id or NULL; it is
  * owned by `app`.
+ *
+ * Renders from Git are cached by the tree id of --path, the render
+ * options and the app's name and namespace, in the repository's cache
+ * directory (renders/<sha256>.json): a commit that does not touch the
+ * app's directory costs no render, also across restarts. Exec plugins
+ * and variable files (whose output or content may change without a
+ * commit) are never cached.
  */
 int cli_app_load(struct cli_app *app, const char *path,
 		 struct diff_objset *out, const char **revision,

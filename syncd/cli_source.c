@@ -336,7 +336,8 @@ static int prepare_repo(struct cli_source *s, struct err *err)
 	if (r.changed &&
 	    (error = git_source_mark_rendered(gs, r.tree, &gerr)) < 0)
 		goto out;
-	if (!(s->commit = strdup(r.commit))) {
+	if (!(s->commit = strdup(r.commit)) || !(s->tree = strdup(r.tree)) ||
+	    !(s->cache_path = strdup(git_source_cache_path(gs)))) {
 		error = err_set(&gerr, ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -379,7 +380,9 @@ void cli_source_release(struct cli_source *s)
 		return;
 	free(s->dir);
 	free(s->commit);
+	free(s->tree);
+	free(s->cache_path);
 	git_source_free(s->priv);
-	s->dir = s->commit = NULL;
+	s->dir = s->commit = s->tree = s->cache_path = NULL;
 	s->priv = NULL;
 }

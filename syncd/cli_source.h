@@ -29,6 +29,8 @@ struct cli_source {
 	/* State of a checkout, released by cli_source_release(). */
 	char *dir;    /* the directory (or file) to render */
 	char *commit; /* resolved commit id, or NULL for a local PATH */
+	char *tree;   /* tree id of --path at that commit, or NULL */
+	char *cache_path; /* the repository's cache directory, or NULL */
 	void *priv;
 };
 

@@ -221,6 +221,46 @@ render_repo "file://$bare" --path apps/web --verbose
 expect_eq "$(logged changed)" false "nothing moved: changed=false"
 expect_eq "$(logged fetched)" false "nothing moved: no fetch"
 
+# The render cache: a commit that does not touch --path costs no render,
+# also in a new process; other render options render again. A stand-in
+# kustomize counts its runs.
+fake_kust=$tmp/fake-kustomize
+printf '#!/bin/sh\necho run >>"%s"\nfor a in "$@"; do [ -d "$a" ] && cat "$a/cm.yaml"; done\nexit 0\n' \
+	"$tmp/kust.runs" >"$fake_kust"
+chmod +x "$fake_kust"
+kust_runs() {
+	if [ -f "$tmp/kust.runs" ]; then wc -l <"$tmp/kust.runs" | tr -d ' '; else echo 0; fi
+}
+mkdir -p "$work/apps/kust"
+printf 'resources:\n- cm.yaml\n' >"$work/apps/kust/kustomization.yaml"
+commit apps/kust/cm.yaml one "kust one" >/dev/null
+push main
+render_kust() {
+	render_repo "file://$bare" --path apps/kust --renderer kustomize \
+		--kustomize-bin "$fake_kust" --verbose "$@"
+}
+render_kust
+expect_rc 0 "kustomize from Git renders"
+expect_eq "$(kust_runs) $(value_of)" "1 one" "the first render runs the tool"
+render_kust
+expect_eq "$(kust_runs) $(value_of)" "1 one" "the same tree again: the render is reused (no tool run)"
+expect_contains "render reused" "$errout" "--verbose says the render was reused"
+commit apps/other/cm.yaml z "other z" >/dev/null
+push main
+render_kust
+expect_eq "$(kust_runs) $(value_of)" "1 one" "a commit outside --path: no render"
+commit apps/kust/cm.yaml two "kust two" >/dev/null
+push main
+render_kust
+expect_eq "$(kust_runs) $(value_of)" "2 two" "a commit inside --path: rendered again"
+render_kust --var X=1
+expect_eq "$(kust_runs)" 3 "other render options: rendered again"
+if ls "$cache"/*/renders/*.json >/dev/null 2>&1; then
+	ok "renders are cached in the cache dir"
+else
+	not_ok "renders are cached in the cache dir"
+fi
+
 # Force-push: main rewritten to a commit that does not contain c4.
 g reset -q --hard "$c3"
 c5=$(commit apps/web/cm.yaml three "web three (rewritten)")
