@@ -220,11 +220,12 @@ void kube_discovery_free(struct kube_discovery *d);
 /*
  * The resource serving group/kind (preferred version first; `version`
  * non-NULL asks for that version). Discovery is read lazily and cached:
- * /api/v1 for the core group, /apis once, /apis/G/V only for the groups
- * asked about; an unknown kind refreshes its group once (a CRD applied a
- * moment ago). Thread-safe. The
- * returned resource is owned by `d` and valid until kube_discovery_free().
- * ERR_NOTFOUND with "no resource for Kind.group (version) on the server".
+ * /api/v1 for the core group, /apis once (not needed when `version` is
+ * given), /apis/G/V only for the groups asked about; an unknown kind
+ * refreshes its group once (a CRD applied a moment ago). Thread-safe.
+ * The returned resource is owned by `d` and valid until
+ * kube_discovery_free(). ERR_NOTFOUND with "no resource for Kind.group
+ * (version) on the server".
  */
 int kube_discovery_find(struct kube_discovery *d, const char *group,
 			const char *version, const char *kind,

@@ -7,7 +7,8 @@
  * always read from /api/v1 (kube has served no other core version since
  * 1.0, so /api itself tells nothing new); the named groups and their
  * preferred versions come from /apis, read once, and /apis/G/V only when
- * a kind of G is asked for.
+ * a kind of G is asked for. A lookup that names its version (as an
+ * object's apiVersion does) reads /apis/G/V directly, without /apis.
  *
  * A kind that is not found refreshes what it depends on once (/apis and
  * the group's documents): a CRD applied a moment ago becomes visible
@@ -410,7 +411,15 @@ static int lookup(struct kube_discovery *d, const char *group,
 	int error;
 
 	*out = NULL;
-	if (*group) {
+	if (*group && version && !d->groups_loaded) {
+		/*
+		 * The version is known (from an apiVersion): its document
+		 * answers without /apis, which is only needed to learn a
+		 * group's preferred version. A version not served is a 404,
+		 * cached as an empty document.
+		 */
+		versions = one;
+	} else if (*group) {
 		if (!d->groups_loaded && (error = load_groups(d, err)) < 0)
 			return error;
 		if (!(g = find_group(d, group)))
@@ -419,7 +428,7 @@ static int lookup(struct kube_discovery *d, const char *group,
 	} else {
 		versions = core;
 	}
-	if (version) {
+	if (version && versions != one) {
 		const char *const *v;
 
 		for (v = versions; *v && strcmp(*v, version); v++)

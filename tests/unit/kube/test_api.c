@@ -39,8 +39,11 @@ static void setup(void)
 	start_with(NULL);
 }
 
+/* Also called before a skip (which does not run .fini); runs once. */
 static void teardown(void)
 {
+	if (!emu.pid && !client && !disc)
+		return;
 	kube_discovery_free(disc);
 	disc = NULL;
 	kube_client_free(client);
@@ -174,6 +177,29 @@ Test(kube_discovery, builtins_cached)
 		0);
 	cr_assert_eq(r, again);
 	/* /api/v1, /apis, /apis/apps/v1, /apis/rbac.../v1 and nothing more. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 4);
+}
+
+Test(kube_discovery, versioned_lookup_skips_group_list)
+{
+	const struct kube_resource *r = NULL;
+
+	cr_assert_eq(test_emu_reset_stats(&emu), 0);
+	cr_assert_eq(
+		kube_discovery_find(disc, "apps", "v1", "Deployment", &r, &err),
+		0, "%s", err_msg(&err));
+	cr_assert_str_eq(r->name, "deployments");
+	cr_assert_eq(kube_discovery_find(disc, "policy", "v1",
+					 "PodDisruptionBudget", &r, &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_str_eq(r->name, "poddisruptionbudgets");
+	/* /apis/apps/v1 and /apis/policy/v1, no /apis. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 2);
+	/* A version not served: its 404, then one refresh of it. */
+	cr_assert_eq(
+		kube_discovery_find(disc, "apps", "v9", "Deployment", &r, &err),
+		ERR_NOTFOUND);
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 404), 2);
 	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 4);
 }
 
@@ -498,6 +524,7 @@ Test(kube_delete, preconditions)
 	if (kube_delete(client, cm, "default", "web", &o, &err) == 0) {
 		free(uid);
 		free(rv);
+		teardown();
 		cr_skip_test("kube-emu does not check delete preconditions");
 	}
 	o.dry_run = false;
