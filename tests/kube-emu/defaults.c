@@ -1227,11 +1227,18 @@ static void subjects(json_t *obj)
 
 	json_array_foreach(json_object_get(obj, "subjects"), i, s)
 	{
-		if (!json_is_object(s) || !absent(s, "apiGroup"))
+		if (!json_is_object(s))
 			continue;
-		if (str_is(s, "kind", "ServiceAccount"))
-			json_object_set_new(s, "apiGroup", json_string(""));
-		else if (str_is(s, "kind", "User") ||
+		/*
+		 * A ServiceAccount's apiGroup defaults to "", which Go's
+		 * omitempty leaves out of what the server returns.
+		 */
+		if (str_is(s, "kind", "ServiceAccount") &&
+		    str_is(s, "apiGroup", ""))
+			json_object_del(s, "apiGroup");
+		if (!absent(s, "apiGroup"))
+			continue;
+		if (str_is(s, "kind", "User") ||
 			 str_is(s, "kind", "Group"))
 			json_object_set_new(
 				s, "apiGroup",

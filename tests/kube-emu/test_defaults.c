@@ -571,14 +571,20 @@ Test(defaults, pdb_and_configmap_untouched)
 	      "{\"data\":{\"a\":\"b\"}}");
 }
 
+/*
+ * A ServiceAccount subject's apiGroup defaults to "", which omitempty
+ * leaves out of what kube returns (also when the client sent "").
+ */
 Test(defaults, rolebinding_subjects)
 {
 	check("rbac.authorization.k8s.io", "rolebindings",
 	      "{\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"a\"},"
-	      "{\"kind\":\"User\",\"name\":\"b\"}]}",
-	      "{\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"a\","
-	      "\"apiGroup\":\"\"},{\"kind\":\"User\",\"name\":\"b\","
-	      "\"apiGroup\":\"rbac.authorization.k8s.io\"}]}");
+	      "{\"kind\":\"User\",\"name\":\"b\"},"
+	      "{\"kind\":\"ServiceAccount\",\"name\":\"c\",\"apiGroup\":\"\"}]}",
+	      "{\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"a\"},"
+	      "{\"kind\":\"User\",\"name\":\"b\","
+	      "\"apiGroup\":\"rbac.authorization.k8s.io\"},"
+	      "{\"kind\":\"ServiceAccount\",\"name\":\"c\"}]}");
 }
 
 #define FORMAT_ERR                                      \
