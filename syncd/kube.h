@@ -169,6 +169,19 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, size_t body_len,
 		 struct kube_response *resp, struct err *err);
 
+/*
+ * kube_request() with an Accept header of the caller's choosing instead
+ * of "application/json" (NULL: that default), e.g. the aggregated
+ * discovery media type; the answer is parsed into resp->json whenever
+ * its Content-Type names JSON. A value with control characters is
+ * ERR_INVALID.
+ */
+int kube_request_accept(struct kube_client *c, const char *method,
+			const char *path, const char *accept,
+			const char *content_type, const char *body,
+			size_t body_len, struct kube_response *resp,
+			struct err *err);
+
 /* The ERR_* code for an HTTP status (0 for 2xx). */
 int kube_err_code(long http_code);
 

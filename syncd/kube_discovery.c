@@ -1,20 +1,28 @@
 /*
  * Discovery: which resource (plural, scope, verbs) serves a group/kind.
  *
- * The documents are read lazily, one group-version at a time, because
- * every request counts: a `syncd diff` of a few kinds should not pay for
- * the twenty-odd group-versions a cluster serves. The core group is
- * always read from /api/v1 (kube has served no other core version since
- * 1.0, so /api itself tells nothing new); the named groups and their
- * preferred versions come from /apis, read once, and /apis/G/V only when
- * a kind of G is asked for. A lookup that names its version (as an
- * object's apiVersion does) reads /apis/G/V directly, without /apis.
+ * Every request counts, so discovery is read in as few as a server
+ * allows. A server with aggregated discovery (apidiscovery.k8s.io v2,
+ * kube 1.26+, GA in 1.30) answers /api and /apis with one document each
+ * holding every resource of every version: the core group comes from
+ * /api, every named group from /apis, each read once when a kind of it
+ * is first asked for.
  *
- * A kind that is not found refreshes what it depends on once (/apis and
- * the group's documents): a CRD applied a moment ago becomes visible
- * without dropping the rest of the cache. Resources handed out are never
- * freed before kube_discovery_free(), so a refresh moves the old ones to
- * a retired list instead of freeing them.
+ * A server that answers those with plain JSON (an APIVersions and an
+ * APIGroupList) is read the older way, lazily, one group-version at a
+ * time: the core group from /api/v1 (kube has served no other core
+ * version since 1.0), the named groups and their preferred versions
+ * from /apis, and /apis/G/V only when a kind of G is asked for. There a
+ * lookup that names its version (as an object's apiVersion does) reads
+ * /apis/G/V directly, without /apis. Which kind of server it is is
+ * learned from the first answer and kept.
+ *
+ * A kind that is not found refreshes what it depends on once (with
+ * aggregated discovery: /apis, or /api for the core group; otherwise
+ * /apis and the group's documents): a CRD applied a moment ago becomes
+ * visible. Resources handed out are never freed before
+ * kube_discovery_free(), so a refresh moves the old ones to a retired
+ * list instead of freeing them.
  *
  * One mutex guards the cache; requests are sent with it held, so two
  * threads asking for the same missing group wait for one request.
@@ -25,6 +33,19 @@
 #include <string.h>
 
 #include "syncd/kube.h"
+
+/*
+ * What /api and /apis are asked for: aggregated discovery (v2, else the
+ * v2beta1 of kube 1.26-1.29), else the plain documents.
+ */
+#define ACCEPT_AGGREGATED                                  \
+	"application/json;g=apidiscovery.k8s.io;v=v2;"     \
+	"as=APIGroupDiscoveryList,"                        \
+	"application/json;g=apidiscovery.k8s.io;v=v2beta1;" \
+	"as=APIGroupDiscoveryList,application/json"
+
+/* Whether the server serves aggregated discovery, once an answer said. */
+enum aggregated { AGG_UNKNOWN, AGG_YES, AGG_NO };
 
 /* One group-version document: its resources (subresources left out). */
 struct gv_doc {
@@ -44,6 +65,9 @@ struct group {
 struct kube_discovery {
 	struct kube_client *c;
 	pthread_mutex_t lock;
+	enum aggregated aggregated;
+	/* aggregated /api read: the core group's documents are cached */
+	bool core_loaded;
 	/* /apis, when read */
 	bool groups_loaded;
 	struct group *groups;
@@ -139,7 +163,7 @@ void kube_discovery_free(struct kube_discovery *d)
 	free(d);
 }
 
-/* Move every cached document to the retired list. Lock held. */
+/* Move the cached documents of `group` (NULL: all) to the retired list. */
 static void retire_docs(struct kube_discovery *d, const char *group)
 {
 	struct gv_doc **p = &d->docs, *doc;
@@ -155,12 +179,29 @@ static void retire_docs(struct kube_discovery *d, const char *group)
 	}
 }
 
+/* The same for every named group's documents (a new /apis replaces them). */
+static void retire_named(struct kube_discovery *d)
+{
+	struct gv_doc **p = &d->docs, *doc;
+
+	while ((doc = *p)) {
+		if (!*doc->group) {
+			p = &doc->next;
+			continue;
+		}
+		*p = doc->next;
+		doc->next = d->retired;
+		d->retired = doc;
+	}
+}
+
 void kube_discovery_invalidate(struct kube_discovery *d)
 {
 	if (!d)
 		return;
 	pthread_mutex_lock(&d->lock);
 	groups_release(d);
+	d->core_loaded = false;
 	retire_docs(d, NULL);
 	pthread_mutex_unlock(&d->lock);
 }
@@ -272,19 +313,16 @@ static struct gv_doc *find_doc(struct kube_discovery *d, const char *group,
 	return NULL;
 }
 
-/* One APIResourceList entry as a kube_resource (NULL for subresources). */
-static int parse_resource(json_t *e, const char *group, const char *version,
-			  struct kube_resource **out)
+/* A kube_resource from its parts; `verbs` a JSON array of strings. */
+static int new_resource(const char *group, const char *version,
+			const char *name, const char *kind, bool namespaced,
+			json_t *verbs, struct kube_resource **out)
 {
-	const char *name = json_string_value(json_object_get(e, "name"));
-	const char *kind = json_string_value(json_object_get(e, "kind"));
-	json_t *verbs = json_object_get(e, "verbs"), *v;
 	struct kube_resource *r;
+	json_t *v;
 	size_t i, n = 0;
 
 	*out = NULL;
-	if (!name || !kind || strchr(name, '/'))
-		return 0;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return ERR_NOMEM;
@@ -292,7 +330,7 @@ static int parse_resource(json_t *e, const char *group, const char *version,
 	r->version = xstrdup(version);
 	r->name = xstrdup(name);
 	r->kind = xstrdup(kind);
-	r->namespaced = json_is_true(json_object_get(e, "namespaced"));
+	r->namespaced = namespaced;
 	r->verbs = calloc(json_array_size(verbs) + 1, sizeof(*r->verbs));
 	if (!r->group || !r->version || !r->name || !r->kind || !r->verbs)
 		goto nomem;
@@ -308,6 +346,185 @@ static int parse_resource(json_t *e, const char *group, const char *version,
 nomem:
 	resource_free(r);
 	return ERR_NOMEM;
+}
+
+/* One APIResourceList entry as a kube_resource (NULL for subresources). */
+static int parse_resource(json_t *e, const char *group, const char *version,
+			  struct kube_resource **out)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *kind = json_string_value(json_object_get(e, "kind"));
+
+	*out = NULL;
+	if (!name || !kind || strchr(name, '/'))
+		return 0;
+	return new_resource(group, version, name, kind,
+			    json_is_true(json_object_get(e, "namespaced")),
+			    json_object_get(e, "verbs"), out);
+}
+
+/*
+ * One APIVersionDiscovery of an aggregated document as a new cached
+ * document (its subresources are left out, as from the plain ones).
+ */
+static int parse_version(struct kube_discovery *d, const char *group,
+			 const char *version, json_t *resources)
+{
+	struct gv_doc *doc;
+	json_t *e;
+	size_t i;
+	int error = 0;
+
+	doc = calloc(1, sizeof(*doc));
+	if (!doc || !(doc->group = xstrdup(group)) ||
+	    !(doc->version = xstrdup(version)) ||
+	    !(doc->res = calloc(json_array_size(resources) + 1,
+				sizeof(*doc->res)))) {
+		error = ERR_NOMEM;
+		goto out;
+	}
+	json_array_foreach(resources, i, e)
+	{
+		const char *name =
+			json_string_value(json_object_get(e, "resource"));
+		const char *kind = json_string_value(json_object_get(
+			json_object_get(e, "responseKind"), "kind"));
+		const char *scope =
+			json_string_value(json_object_get(e, "scope"));
+
+		if (!name || !kind || !*kind || strchr(name, '/'))
+			continue;
+		error = new_resource(group, version, name, kind,
+				     scope && !strcmp(scope, "Namespaced"),
+				     json_object_get(e, "verbs"),
+				     &doc->res[doc->nres]);
+		if (error < 0)
+			goto out;
+		doc->nres++;
+	}
+	doc->next = d->docs;
+	d->docs = doc;
+	doc = NULL;
+out:
+	doc_free(doc);
+	return error;
+}
+
+/*
+ * An APIGroupDiscoveryList (from /api when `core`, else /apis) into the
+ * cache: the documents of every version it lists, and for /apis the
+ * groups with their versions (the first is the preferred one). What it
+ * replaces is retired first. Lock held.
+ */
+static int parse_aggregated(struct kube_discovery *d, bool core,
+			    json_t *list, const char *path, struct err *err)
+{
+	json_t *items = json_object_get(list, "items"), *it, *vs, *v;
+	size_t i, j, n;
+	int error = 0;
+
+	if (!json_is_array(items))
+		return err_set(err, ERR_PARSE,
+			       "discovery: %s has no items array", path);
+	if (core) {
+		retire_docs(d, "");
+	} else {
+		groups_release(d);
+		retire_named(d);
+		d->groups = calloc(json_array_size(items) + 1,
+				   sizeof(*d->groups));
+		if (!d->groups)
+			return err_set(err, ERR_NOMEM,
+				       "discovery: out of memory");
+	}
+	json_array_foreach(items, i, it)
+	{
+		json_t *meta = json_object_get(it, "metadata");
+		const char *name =
+			json_string_value(json_object_get(meta, "name"));
+		struct group *gr = NULL;
+
+		if (!name)
+			name = "";
+		/* /api holds the core group only; /apis named ones only. */
+		if (core != !*name)
+			continue;
+		vs = json_object_get(it, "versions");
+		if (!core) {
+			gr = &d->groups[d->ngroups++];
+			gr->name = xstrdup(name);
+			gr->versions = calloc(json_array_size(vs) + 1,
+					      sizeof(*gr->versions));
+			if (!gr->name || !gr->versions) {
+				error = ERR_NOMEM;
+				goto out;
+			}
+		}
+		n = 0;
+		json_array_foreach(vs, j, v)
+		{
+			const char *ver = json_string_value(
+				json_object_get(v, "version"));
+
+			if (!ver || !*ver)
+				continue;
+			if (gr && !(gr->versions[n++] = xstrdup(ver))) {
+				error = ERR_NOMEM;
+				goto out;
+			}
+			error = parse_version(d, name, ver,
+					      json_object_get(v, "resources"));
+			if (error < 0)
+				goto out;
+		}
+	}
+	if (core)
+		d->core_loaded = true;
+	else
+		d->groups_loaded = true;
+out:
+	if (error < 0) {
+		if (!core)
+			groups_release(d);
+		err_set(err, error, "discovery: out of memory");
+	}
+	return error;
+}
+
+/*
+ * Read /api (`core`) or /apis asking for aggregated discovery. A server
+ * that answers it fills the cache; one that answers the plain document
+ * is marked as such (its APIGroupList is parsed all the same, which is
+ * what the plain path reads first). Lock held.
+ */
+static int load_aggregated(struct kube_discovery *d, bool core,
+			   struct err *err)
+{
+	struct kube_response resp = KUBE_RESPONSE_INIT;
+	const char *path = core ? "/api" : "/apis", *kind;
+	int error;
+
+	error = kube_request_accept(d->c, "GET", path, ACCEPT_AGGREGATED,
+				    NULL, NULL, 0, &resp, err);
+	if (error < 0)
+		goto out;
+	if (!resp.json) {
+		error = err_set(err, ERR_PARSE,
+				"discovery: %s did not answer JSON", path);
+		goto out;
+	}
+	kind = json_string_value(json_object_get(resp.json, "kind"));
+	if (kind && !strcmp(kind, "APIGroupDiscoveryList")) {
+		d->aggregated = AGG_YES;
+		error = parse_aggregated(d, core, resp.json, path, err);
+		goto out;
+	}
+	d->aggregated = AGG_NO;
+	if (!core)
+		error = parse_groups(d, resp.json, err);
+out:
+	kube_response_release(&resp);
+	return error;
 }
 
 /*
@@ -398,6 +615,43 @@ static const struct kube_resource *doc_kind(const struct gv_doc *doc,
 	return NULL;
 }
 
+/*
+ * A lookup with aggregated discovery (or before the server told whether
+ * it serves it): the cached documents are all there are. Lock held.
+ */
+static int lookup_aggregated(struct kube_discovery *d, const char *group,
+			     const char *version, const char *kind,
+			     const struct kube_resource **out, struct err *err)
+{
+	static const char *const core[] = {"v1", NULL};
+	const char *const *versions;
+	struct gv_doc *doc;
+	struct group *g;
+	int error;
+
+	if (!*group ? !d->core_loaded : !d->groups_loaded) {
+		if ((error = load_aggregated(d, !*group, err)) < 0)
+			return error;
+		if (d->aggregated != AGG_YES)
+			return 0;
+	}
+	if (!*group) {
+		versions = core;
+	} else {
+		if (!(g = find_group(d, group)))
+			return 0;
+		versions = (const char *const *)g->versions;
+	}
+	for (; *versions; versions++) {
+		if (version && strcmp(*versions, version))
+			continue;
+		doc = find_doc(d, group, *versions);
+		if (doc && (*out = doc_kind(doc, kind)))
+			return 0;
+	}
+	return 0;
+}
+
 /* One lookup from the cache, reading what is missing. Lock held. */
 static int lookup(struct kube_discovery *d, const char *group,
 		  const char *version, const char *kind,
@@ -411,6 +665,12 @@ static int lookup(struct kube_discovery *d, const char *group,
 	int error;
 
 	*out = NULL;
+	if (d->aggregated != AGG_NO) {
+		error = lookup_aggregated(d, group, version, kind, out, err);
+		if (error < 0 || d->aggregated == AGG_YES)
+			return error;
+		/* The server answered plain JSON: read it the older way. */
+	}
 	if (*group && version && !d->groups_loaded) {
 		/*
 		 * The version is known (from an apiVersion): its document
@@ -476,12 +736,20 @@ int kube_discovery_find(struct kube_discovery *d, const char *group,
 		if (error >= 0 && !*out) {
 			/*
 			 * Not known: read the group again once (a CRD
-			 * established since the cache was filled), keeping
-			 * the other groups' documents.
+			 * established since the cache was filled): with
+			 * aggregated discovery /apis (or /api) again, which
+			 * replaces what it lists; otherwise /apis and the
+			 * group's documents, keeping the other groups'.
 			 */
-			if (*group)
+			if (d->aggregated == AGG_YES && !*group) {
+				d->core_loaded = false;
+			} else if (d->aggregated == AGG_YES) {
 				groups_release(d);
-			retire_docs(d, group);
+			} else {
+				if (*group)
+					groups_release(d);
+				retire_docs(d, group);
+			}
 			error = lookup(d, group, version, kind, out, err);
 		}
 		pthread_mutex_unlock(&d->lock);

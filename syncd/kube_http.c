@@ -509,12 +509,13 @@ static bool memchr_ctl(const char *p, size_t n)
 
 /*
  * Options common to requests and streams: URL, TLS, proxy, auth,
- * headers. *headers gets the list to free (with wipe_headers) after the
- * transfer; `cr` must live as long too (curl copies blobs, but not the
- * bearer token header we build into the list).
+ * headers (`accept` NULL: plain JSON). *headers gets the list to free
+ * (with wipe_headers) after the transfer; `cr` must live as long too
+ * (curl copies blobs, but not the bearer token header we build into the
+ * list).
  */
 static int setup(struct kube_client *c, CURL *h, const char *method,
-		 const char *path, const char *content_type,
+		 const char *path, const char *content_type, const char *accept,
 		 const struct kube_credentials *cr, struct curl_slist **headers,
 		 struct curl_slist **connect_to, struct err *err)
 {
@@ -608,7 +609,13 @@ static int setup(struct kube_client *c, CURL *h, const char *method,
 	}
 
 	/* Headers */
-	l = curl_slist_append(l, "Accept: application/json");
+	if (!accept) {
+		l = curl_slist_append(l, "Accept: application/json");
+	} else {
+		buf_reset(&b);
+		if (buf_addf(&b, "Accept: %s", accept) == 0)
+			l = curl_slist_append(l, b.ptr);
+	}
 	if (l)
 		nl = curl_slist_append(l, "Expect:");
 	if (l && nl && content_type) {
@@ -794,6 +801,16 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, size_t body_len,
 		 struct kube_response *resp, struct err *err)
 {
+	return kube_request_accept(c, method, path, NULL, content_type, body,
+				   body_len, resp, err);
+}
+
+int kube_request_accept(struct kube_client *c, const char *method,
+			const char *path, const char *accept,
+			const char *content_type, const char *body,
+			size_t body_len, struct kube_response *resp,
+			struct err *err)
+{
 	struct kube_credentials cr = KUBE_CREDENTIALS_INIT;
 	struct kube_response local = KUBE_RESPONSE_INIT;
 	struct lists lists = {NULL, NULL};
@@ -811,6 +828,13 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		resp = &local;
 	kube_response_release(resp);
 	buf_init(&resp->body, c->max_response);
+	if (accept && memchr_ctl(accept, strlen(accept))) {
+		/* A header break would inject headers. */
+		error = err_set(err, ERR_INVALID,
+				"%s %s: the Accept value contains control "
+				"characters", method, path);
+		goto out;
+	}
 	h = pool_take(c);
 	if (!h) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
@@ -829,8 +853,9 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		if ((error = credentials(c->cfg, &cr, err)) < 0)
 			goto out;
 		curl_easy_reset(h);
-		if ((error = setup(c, h, method, path, content_type, &cr,
-				   &lists.headers, &lists.connect_to, err)) < 0)
+		if ((error = setup(c, h, method, path, content_type, accept,
+				   &cr, &lists.headers, &lists.connect_to,
+				   err)) < 0)
 			goto out;
 		/*
 		 * A body for every method but GET and HEAD (which have
@@ -1000,7 +1025,7 @@ int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
 	if ((error = credentials(c->cfg, &cr, err)) < 0)
 		goto out;
 	curl_easy_reset(h);
-	if ((error = setup(c, h, "GET", path, NULL, &cr, &lists.headers,
+	if ((error = setup(c, h, "GET", path, NULL, NULL, &cr, &lists.headers,
 			   &lists.connect_to, err)) < 0)
 		goto out;
 	if (idle_timeout_ms > 0) {

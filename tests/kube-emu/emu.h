@@ -79,6 +79,19 @@ json_t *emu_discovery_version(void);
 json_t *emu_discovery_api(const char *host);
 json_t *emu_discovery_groups(void);
 json_t *emu_discovery_resources(const char *group, const char *version);
+
+/*
+ * Aggregated discovery (apidiscovery.k8s.io, kube 1.26+): which version
+ * of it an Accept header asks for before anything else this server can
+ * answer ("v2", "v2beta1"), or NULL for the plain documents.
+ */
+const char *emu_discovery_aggregated_wanted(const char *accept);
+
+/*
+ * The APIGroupDiscoveryList of /api (`core`) or /apis, built-in and
+ * custom resources, as apidiscovery.k8s.io/`version`. New reference.
+ */
+json_t *emu_discovery_aggregated(bool core, const char *version);
 json_t *emu_openapi_v3_index(void);
 json_t *emu_openapi_v3_doc(const char *group, const char *version);
 json_t *emu_openapi_v2(void);
@@ -676,6 +689,8 @@ struct emu_server {
 	const char *token;	   /* NULL: no authentication */
 	const char *host;	   /* "127.0.0.1:PORT", for /api */
 	struct emu_faults *faults; /* faults.h; NULL: none */
+	/* Serve /api and /apis as plain JSON only (a pre-1.26 server). */
+	bool no_aggregated_discovery;
 };
 
 /*

@@ -1446,12 +1446,35 @@ static json_t *api_group(const char *group)
 	return found;
 }
 
-/* GET-only documents: health, version, discovery, OpenAPI. */
-static int handle_static(struct emu_server *srv, char **seg, size_t n,
+#define AGG_V2 \
+	"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+#define AGG_V2BETA1 \
+	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+
+/*
+ * GET-only documents: health, version, discovery, OpenAPI. /api and
+ * /apis answer aggregated discovery when the Accept header asks for it.
+ */
+static int handle_static(struct emu_server *srv,
+			 const struct emu_request *req, char **seg, size_t n,
 			 struct emu_response *resp)
 {
+	const char *agg = NULL;
 	json_t *doc = NULL;
 
+	if (n == 1 && (!strcmp(seg[0], "api") || !strcmp(seg[0], "apis")) &&
+	    !srv->no_aggregated_discovery)
+		agg = emu_discovery_aggregated_wanted(req->accept);
+	if (agg) {
+		/* One document with every group's resources (kube 1.26+). */
+		doc = emu_discovery_aggregated(!strcmp(seg[0], "api"), agg);
+		reply_json(resp, 200, doc);
+		if (resp->code == 200 && !strcmp(agg, "v2"))
+			resp->content_type = AGG_V2;
+		else if (resp->code == 200)
+			resp->content_type = AGG_V2BETA1;
+		return 0;
+	}
 	if (n == 1 && !strcmp(seg[0], "version"))
 		doc = emu_discovery_version();
 	else if (n == 1 && !strcmp(seg[0], "api"))
@@ -1654,7 +1677,7 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 		goto out;
 	}
 	if (!strcmp(req->method, "GET") &&
-	    handle_static(srv, seg, n, resp) == 0) {
+	    handle_static(srv, req, seg, n, resp) == 0) {
 		count_plain(srv, req, resp);
 		goto out;
 	}

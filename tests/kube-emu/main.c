@@ -4,6 +4,7 @@
  *   kube-emu --listen 127.0.0.1:PORT [--token TOKEN] [--kubeconfig-out FILE]
  *            [--tls [--client-cert-kubeconfig FILE]] [--data FILE]
  *            [--faults SPEC]... [--webhook SPEC]... [--rollout SPEC]...
+ *            [--no-aggregated-discovery]
  *
  * PORT 0 picks a free port; the address served is printed on stdout as
  * "listening on http://HOST:PORT" (https with --tls). SIGTERM and SIGINT
@@ -662,6 +663,7 @@ static void usage(FILE *f)
 		"[--data FILE]\n"
 		"                [--faults SPEC]... [--webhook SPEC]... "
 		"[--rollout SPEC]...\n"
+		"                [--no-aggregated-discovery]\n"
 		"  --listen HOST:PORT     IPv4 address to serve; PORT 0 picks "
 		"a free one\n"
 		"  --token TOKEN          require \"Authorization: Bearer "
@@ -682,7 +684,12 @@ static void usage(FILE *f)
 		"  --webhook SPEC         a mutating admission stand-in "
 		"(repeatable)\n"
 		"  --rollout SPEC         a workload rollout stand-in "
-		"(repeatable)\n");
+		"(repeatable)\n"
+		"  --no-aggregated-discovery\n"
+		"                         answer /api and /apis as servers "
+		"before 1.26 do\n"
+		"                         (plain JSON whatever the Accept "
+		"header asks)\n");
 }
 
 /* The repeatable flags, in command-line order. */
@@ -731,6 +738,7 @@ int main(int argc, char **argv)
 		{"faults", required_argument, NULL, 'f'},
 		{"webhook", required_argument, NULL, 'w'},
 		{"rollout", required_argument, NULL, 'r'},
+		{"no-aggregated-discovery", no_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -772,6 +780,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			data = optarg;
+			break;
+		case 'A':
+			srv.no_aggregated_discovery = true;
 			break;
 		case 'f':
 		case 'w':

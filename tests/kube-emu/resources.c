@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tests/kube-emu/emu.h"
 
@@ -396,6 +397,244 @@ json_t *emu_discovery_resources(const char *group, const char *version)
 	return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
 			 "apiVersion", "v1", "groupVersion", gv, "resources",
 			 f.list);
+}
+
+/* Is [p, p+n) equal to s, ignoring case? */
+static bool token_is(const char *p, size_t n, const char *s)
+{
+	return strlen(s) == n && !strncasecmp(p, s, n);
+}
+
+/* [*p, *p+*n) without the blanks around it. */
+static void trim(const char **p, size_t *n)
+{
+	while (*n && (**p == ' ' || **p == '\t')) {
+		(*p)++;
+		(*n)--;
+	}
+	while (*n && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
+		(*n)--;
+}
+
+/* A parameter value of a media range: its text and length. */
+struct media_param {
+	const char *p;
+	size_t n;
+};
+
+/* Is the parameter there and equal to s (case-sensitive, as kube)? */
+static bool param_is(const struct media_param *v, const char *s)
+{
+	return v->p && strlen(s) == v->n && !strncmp(v->p, s, v->n);
+}
+
+/*
+ * One media range of an Accept header: 1 for aggregated discovery (the
+ * version in *version), 0 for plain JSON, -1 for something else (e.g.
+ * protobuf, which this server does not encode discovery in).
+ */
+static int media_range(const char *p, size_t n, const char **version)
+{
+	const char *semi = memchr(p, ';', n), *t = p, *k, *eq;
+	struct media_param g = {NULL, 0}, as = {NULL, 0}, v = {NULL, 0}, val;
+	size_t tn = semi ? (size_t)(semi - p) : n, pn, kn;
+
+	trim(&t, &tn);
+	while (semi) {
+		k = semi + 1;
+		semi = memchr(k, ';', n - (size_t)(k - p));
+		pn = semi ? (size_t)(semi - k) : n - (size_t)(k - p);
+		if (!(eq = memchr(k, '=', pn)))
+			continue;
+		kn = (size_t)(eq - k);
+		val.p = eq + 1;
+		val.n = pn - kn - 1;
+		trim(&k, &kn);
+		trim(&val.p, &val.n);
+		if (token_is(k, kn, "g"))
+			g = val;
+		else if (token_is(k, kn, "as"))
+			as = val;
+		else if (token_is(k, kn, "v"))
+			v = val;
+	}
+	if (!g.p && !as.p)
+		return token_is(t, tn, "application/json") ||
+				       token_is(t, tn, "application/*") ||
+				       token_is(t, tn, "*/*")
+			       ? 0
+			       : -1;
+	if (!token_is(t, tn, "application/json") ||
+	    !param_is(&g, "apidiscovery.k8s.io") ||
+	    !param_is(&as, "APIGroupDiscoveryList"))
+		return -1;
+	if (param_is(&v, "v2"))
+		*version = "v2";
+	else if (param_is(&v, "v2beta1"))
+		*version = "v2beta1";
+	else
+		return -1;
+	return 1;
+}
+
+/*
+ * The first media range this server can answer decides, as kube's
+ * negotiation does (q values are not weighed: clients list the ranges
+ * in the order they prefer them).
+ */
+const char *emu_discovery_aggregated_wanted(const char *accept)
+{
+	const char *p = accept, *comma, *version = NULL;
+	size_t n;
+	int r;
+
+	while (p && *p) {
+		comma = strchr(p, ',');
+		n = comma ? (size_t)(comma - p) : strlen(p);
+		r = media_range(p, n, &version);
+		if (r == 1)
+			return version;
+		if (r == 0)
+			return NULL;
+		p = comma ? comma + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* One APIResourceList entry as an APIResourceDiscovery (no subresources). */
+static json_t *resource_discovery(const json_t *e, const char *group,
+				  const char *version)
+{
+	json_t *o, *v;
+
+	o = json_pack("{s:O, s:{s:s, s:s, s:O}, s:s, s:O, s:O}", "resource",
+		      json_object_get(e, "name"), "responseKind", "group",
+		      group, "version", version, "kind",
+		      json_object_get(e, "kind"), "scope",
+		      json_is_true(json_object_get(e, "namespaced"))
+			      ? "Namespaced"
+			      : "Cluster",
+		      "singularResource", json_object_get(e, "singularName"),
+		      "verbs", json_object_get(e, "verbs"));
+	if (!o)
+		return NULL;
+	if ((v = json_object_get(e, "shortNames")))
+		json_object_set(o, "shortNames", v);
+	if ((v = json_object_get(e, "categories")))
+		json_object_set(o, "categories", v);
+	return o;
+}
+
+/* A "parent/sub" entry as an APISubresourceDiscovery of its parent. */
+static void add_subresource(json_t *resources, const json_t *e,
+			    const char *slash, const char *group,
+			    const char *version)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	json_t *r, *subs, *sub;
+	const char *g = json_string_value(json_object_get(e, "group"));
+	const char *v = json_string_value(json_object_get(e, "version"));
+	size_t i, plen = (size_t)(slash - name);
+
+	json_array_foreach(resources, i, r)
+	{
+		const char *rn =
+			json_string_value(json_object_get(r, "resource"));
+
+		if (strlen(rn) != plen || strncmp(rn, name, plen))
+			continue;
+		sub = json_pack("{s:s, s:{s:s, s:s, s:O}, s:O}", "subresource",
+				slash + 1, "responseKind", "group",
+				g ? g : group, "version", v ? v : version,
+				"kind", json_object_get(e, "kind"), "verbs",
+				json_object_get(e, "verbs"));
+		if (!sub)
+			return;
+		subs = json_object_get(r, "subresources");
+		if (!subs) {
+			subs = json_array();
+			json_object_set_new(r, "subresources", subs);
+		}
+		json_array_append_new(subs, sub);
+		return;
+	}
+}
+
+/* The APIVersionDiscovery of group/version (NULL: not served). */
+static json_t *version_discovery(const char *group, const char *version)
+{
+	json_t *list = emu_discovery_resources(group, version), *e, *out;
+	json_t *resources = json_array();
+	const char *name, *slash;
+	size_t i;
+
+	if (!list) {
+		json_decref(resources);
+		return NULL;
+	}
+	/* Parents come before their subresources in the plain document. */
+	json_array_foreach(json_object_get(list, "resources"), i, e)
+	{
+		name = json_string_value(json_object_get(e, "name"));
+		if (!name)
+			continue;
+		if ((slash = strchr(name, '/')))
+			add_subresource(resources, e, slash, group, version);
+		else
+			json_array_append_new(
+				resources,
+				resource_discovery(e, group, version));
+	}
+	json_decref(list);
+	out = json_pack("{s:s, s:o, s:s}", "version", version, "resources",
+			resources, "freshness", "Current");
+	return out;
+}
+
+json_t *emu_discovery_aggregated(bool core, const char *version)
+{
+	json_t *items = json_array(), *groups, *g, *v, *versions, *vd;
+	char api_version[64];
+	size_t i, j;
+
+	if (core) {
+		versions = json_array();
+		if ((vd = version_discovery("", "v1")))
+			json_array_append_new(versions, vd);
+		json_array_append_new(items,
+				      json_pack("{s:{s:s}, s:o}", "metadata",
+						"name", "", "versions",
+						versions));
+	} else {
+		/* The order of /apis: priority, then each group's
+		 * versions, the preferred one first. */
+		groups = emu_discovery_groups();
+		json_array_foreach(json_object_get(groups, "groups"), i, g)
+		{
+			const char *name =
+				json_string_value(json_object_get(g, "name"));
+
+			versions = json_array();
+			json_array_foreach(json_object_get(g, "versions"), j, v)
+			{
+				vd = version_discovery(
+					name, json_string_value(json_object_get(
+						      v, "version")));
+				if (vd)
+					json_array_append_new(versions, vd);
+			}
+			json_array_append_new(
+				items, json_pack("{s:{s:s}, s:o}", "metadata",
+						 "name", name, "versions",
+						 versions));
+		}
+		json_decref(groups);
+	}
+	snprintf(api_version, sizeof(api_version), "apidiscovery.k8s.io/%s",
+		 version);
+	return json_pack("{s:s, s:s, s:{}, s:o}", "kind",
+			 "APIGroupDiscoveryList", "apiVersion", api_version,
+			 "metadata", "items", items);
 }
 
 static void index_add(json_t *paths, const char *group, const char *version)

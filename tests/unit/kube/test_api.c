@@ -176,11 +176,11 @@ Test(kube_discovery, builtins_cached)
 		kube_discovery_find(disc, "apps", "v1", "Deployment", &r, &err),
 		0);
 	cr_assert_eq(r, again);
-	/* /api/v1, /apis, /apis/apps/v1, /apis/rbac.../v1 and nothing more. */
-	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 4);
+	/* Aggregated discovery: /api and /apis, nothing more. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 2);
 }
 
-Test(kube_discovery, versioned_lookup_skips_group_list)
+Test(kube_discovery, versioned_lookup_one_document)
 {
 	const struct kube_resource *r = NULL;
 
@@ -193,14 +193,70 @@ Test(kube_discovery, versioned_lookup_skips_group_list)
 					 "PodDisruptionBudget", &r, &err),
 		     0, "%s", err_msg(&err));
 	cr_assert_str_eq(r->name, "poddisruptionbudgets");
-	/* /apis/apps/v1 and /apis/policy/v1, no /apis. */
-	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 2);
-	/* A version not served: its 404, then one refresh of it. */
+	/* One aggregated /apis answers every named group-version. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 1);
+	/* A version not served: one refresh (/apis again), no 404. */
 	cr_assert_eq(
 		kube_discovery_find(disc, "apps", "v9", "Deployment", &r, &err),
 		ERR_NOTFOUND);
-	cr_assert_eq(test_emu_count(&emu, "get", NULL, 404), 2);
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 404), 0);
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 2);
+}
+
+/* Each test starts its own kube-emu. */
+TestSuite(kube_discovery_plain, .fini = teardown, .timeout = 60);
+
+/*
+ * A server without aggregated discovery (before kube 1.26) answers /api
+ * and /apis with plain JSON: discovery reads the plain documents, one
+ * group-version at a time, with the same answers.
+ */
+Test(kube_discovery_plain, fallback)
+{
+	static const char *const args[] = {"--no-aggregated-discovery", NULL};
+	const struct kube_resource *r, *again;
+
+	start_with(args);
+	cr_assert_eq(test_emu_reset_stats(&emu), 0);
+	r = find("apps", "Deployment");
+	cr_assert_str_eq(r->name, "deployments");
+	cr_assert_str_eq(r->version, "v1");
+	r = find("rbac.authorization.k8s.io", "ClusterRole");
+	cr_assert_not(r->namespaced);
+	/* /apis (plain), /apis/apps/v1, /apis/rbac.../v1. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 3);
+	/* Known to be plain now: the core group reads /api/v1 only. */
+	r = find("", "ConfigMap");
+	cr_assert_str_eq(r->name, "configmaps");
+	cr_assert(r->namespaced);
 	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 4);
+	again = find("apps", "Deployment");
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 4);
+	cr_assert_str_eq(again->kind, "Deployment");
+	/* An unknown kind refreshes the plain way: /apis, /apis/apps/v1. */
+	cr_assert_eq(kube_discovery_find(disc, "apps", NULL, "Gizmo", &r, &err),
+		     ERR_NOTFOUND);
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 6);
+	err_reset(&err);
+}
+
+/* A core-group lookup first learns the server is plain from /api. */
+Test(kube_discovery_plain, fallback_core_first)
+{
+	static const char *const args[] = {"--no-aggregated-discovery", NULL};
+	const struct kube_resource *r;
+
+	start_with(args);
+	cr_assert_eq(test_emu_reset_stats(&emu), 0);
+	r = find("", "Secret");
+	cr_assert_str_eq(r->name, "secrets");
+	/* /api (an APIVersions, not aggregated), then /api/v1. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 2);
+	/* A versioned lookup then reads /apis/G/V directly. */
+	cr_assert_eq(kube_discovery_find(disc, "policy", "v1",
+					 "PodDisruptionBudget", &r, &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 3);
 }
 
 Test(kube_discovery, unknown_kind_message)
@@ -259,8 +315,8 @@ Test(kube_discovery, crd_applied_a_moment_ago)
 	r = find("example.com", "Widget");
 	cr_assert_str_eq(r->name, "widgets");
 	cr_assert(r->namespaced);
-	/* One refresh: /apis again, then /apis/example.com/v1. */
-	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 2);
+	/* One refresh: /apis again, which lists the new group. */
+	cr_assert_eq(test_emu_count(&emu, "get", NULL, 0), 1);
 	obj = apply(r,
 		    json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:i}}", "apiVersion",
 			      "example.com/v1", "kind", "Widget", "metadata",
