@@ -1933,13 +1933,23 @@ const char *git_source_cache_path(const struct git_source *s)
 
 /* ---- open / free ---- */
 
+/*
+ * --cache-dir's default: $XDG_CACHE_HOME/syncd; in a pod (the service
+ * host is set and the service-account mount exists) /var/cache/syncd,
+ * where the Deployment mounts its cache volume; else ~/.cache/syncd.
+ */
 static int default_cache_dir(char **out, struct err *err)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *sa = getenv("SYNCD_SA_ROOT");
 	int n;
 
+	if (!sa || !*sa)
+		sa = "/var/run/secrets/kubernetes.io/serviceaccount";
 	if (x && *x == '/')
 		n = asprintf(out, "%s/syncd", x);
+	else if (getenv("KUBERNETES_SERVICE_HOST") && access(sa, F_OK) == 0)
+		n = asprintf(out, "/var/cache/syncd");
 	else if (home && *home)
 		n = asprintf(out, "%s/.cache/syncd", home);
 	else
