@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
+#include "tests/kube-emu/test_call.h"
 
-#define CRD_URL "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-#define WIDGET_URL	"/apis/example.com/v1/namespaces/default/widgets"
-#define JSON_CT		"application/json"
-#define MERGE_CT	"application/merge-patch+json"
-#define APPLY_CT	"application/apply-patch+yaml"
+#define CRD_URL	   "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+#define WIDGET_URL "/apis/example.com/v1/namespaces/default/widgets"
+#define JSON_CT	   "application/json"
+#define MERGE_CT   "application/merge-patch+json"
+#define APPLY_CT   "application/apply-patch+yaml"
 
 /* A namespaced CRD with /status and a spec.ports list map keyed by name. */
 static const char widget_crd[] =
@@ -33,43 +34,6 @@ static const char widget_crd[] =
 	"\"name\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"}}}}}},"
 	"\"status\":{\"type\":\"object\","
 	"\"x-kubernetes-preserve-unknown-fields\":true}}}}}]}}";
-
-/* Drive the handler like an HTTP request ("PATH?k=v&k=v"). */
-static int call(struct emu_server *srv, const char *method, const char *url,
-		const char *ct, const char *body, json_t **out)
-{
-	struct emu_request req = {0};
-	struct emu_response resp = EMU_RESPONSE_INIT;
-	struct emu_param q[4];
-	char path[256], *qs, *save = NULL, *kv, *eq;
-
-	snprintf(path, sizeof(path), "%s", url);
-	qs = strchr(path, '?');
-	if (qs) {
-		*qs++ = '\0';
-		for (kv = strtok_r(qs, "&", &save); kv && req.nquery < 4;
-		     kv = strtok_r(NULL, "&", &save)) {
-			eq = strchr(kv, '=');
-			if (eq)
-				*eq++ = '\0';
-			q[req.nquery].key = kv;
-			q[req.nquery].value = eq ? eq : "";
-			req.nquery++;
-		}
-	}
-	req.method = method;
-	req.path = path;
-	req.query = q;
-	req.content_type = ct;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.authorization = "Bearer T";
-	req.user_agent = "kubectl/v1.32.4 (linux/amd64)";
-	emu_handle(srv, &req, &resp);
-	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
-	buf_release(&resp.body);
-	return resp.code;
-}
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
 {
@@ -138,8 +102,8 @@ static void create_widget_crd(struct emu_server *srv)
 {
 	json_t *out = NULL;
 
-	cr_assert_eq(call(srv, "POST", CRD_URL "?fieldManager=kubectl", JSON_CT,
-			  widget_crd, &out),
+	cr_assert_eq(emu_test_call(srv, "POST", CRD_URL "?fieldManager=kubectl",
+				   JSON_CT, widget_crd, &out),
 		     201, "%s", str_at(out, "message", NULL));
 	json_decref(out);
 }
@@ -155,8 +119,9 @@ Test(crd, established_and_discovered)
 
 	server_init(&srv);
 	cr_assert_null(emu_resource_find("example.com", "v1", "widgets"));
-	cr_assert_eq(call(&srv, "POST", CRD_URL "?fieldManager=kubectl",
-			  JSON_CT, widget_crd, &out),
+	cr_assert_eq(emu_test_call(&srv, "POST",
+				   CRD_URL "?fieldManager=kubectl", JSON_CT,
+				   widget_crd, &out),
 		     201);
 	c = condition(out, "NamesAccepted");
 	cr_assert_not_null(c);
@@ -189,7 +154,8 @@ Test(crd, established_and_discovered)
 	json_decref(out);
 
 	cr_assert_not_null(emu_resource_find("example.com", "v1", "widgets"));
-	cr_assert_eq(call(&srv, "GET", "/apis", NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", "/apis", NULL, NULL, &out),
+		     200);
 	json_array_foreach(json_object_get(out, "groups"), i, g)
 	{
 		if (strcmp(str_at(g, "name", NULL), "example.com"))
@@ -200,14 +166,15 @@ Test(crd, established_and_discovered)
 	}
 	cr_assert(found);
 	json_decref(out);
-	cr_assert_eq(call(&srv, "GET", "/apis/example.com", NULL, NULL, &out),
+	cr_assert_eq(emu_test_call(&srv, "GET", "/apis/example.com", NULL, NULL,
+				   &out),
 		     200);
 	cr_assert_str_eq(str_at(out, "name", NULL), "example.com");
 	json_decref(out);
 
-	cr_assert_eq(
-		call(&srv, "GET", "/apis/example.com/v1", NULL, NULL, &out),
-		200);
+	cr_assert_eq(emu_test_call(&srv, "GET", "/apis/example.com/v1", NULL,
+				   NULL, &out),
+		     200);
 	r = discovered(out, "widgets");
 	cr_assert_not_null(r);
 	cr_assert_str_eq(str_at(r, "kind", NULL), "Widget");
@@ -223,12 +190,15 @@ Test(crd, established_and_discovered)
 	cr_assert_null(discovered(out, "widgets/scale"));
 	json_decref(out);
 
-	cr_assert_eq(call(&srv, "GET", "/openapi/v3", NULL, NULL, &out), 200);
+	cr_assert_eq(
+		emu_test_call(&srv, "GET", "/openapi/v3", NULL, NULL, &out),
+		200);
 	cr_assert_not_null(json_object_get(json_object_get(out, "paths"),
 					   "apis/example.com/v1"));
 	json_decref(out);
-	cr_assert_eq(call(&srv, "GET", "/openapi/v3/apis/example.com/v1", NULL,
-			  NULL, &out),
+	cr_assert_eq(emu_test_call(&srv, "GET",
+				   "/openapi/v3/apis/example.com/v1", NULL,
+				   NULL, &out),
 		     200);
 	cr_assert_not_null(json_object_get(
 		json_object_get(json_object_get(out, "components"), "schemas"),
@@ -246,14 +216,16 @@ Test(crd, custom_objects)
 	server_init(&srv);
 	create_widget_crd(&srv);
 
-	cr_assert_eq(call(&srv, "POST", WIDGET_URL "?fieldManager=writer",
-			  JSON_CT,
-			  "{\"apiVersion\":\"example.com/v1\",\"kind\":"
-			  "\"Widget\",\"metadata\":{\"name\":\"w1\"},"
-			  "\"spec\":{\"size\":1,\"ports\":[{\"name\":"
-			  "\"http\",\"port\":80}]},\"status\":{\"ok\":true}}",
-			  &out),
-		     201, "%s", str_at(out, "message", NULL));
+	cr_assert_eq(
+		emu_test_call(
+			&srv, "POST", WIDGET_URL "?fieldManager=writer",
+			JSON_CT,
+			"{\"apiVersion\":\"example.com/v1\",\"kind\":"
+			"\"Widget\",\"metadata\":{\"name\":\"w1\"},"
+			"\"spec\":{\"size\":1,\"ports\":[{\"name\":"
+			"\"http\",\"port\":80}]},\"status\":{\"ok\":true}}",
+			&out),
+		201, "%s", str_at(out, "message", NULL));
 	cr_assert_eq(generation(out), 1);
 	/* /status exists, so a create drops the status. */
 	cr_assert_null(json_object_get(out, "status"));
@@ -263,31 +235,35 @@ Test(crd, custom_objects)
 	free(f);
 	json_decref(out);
 
-	cr_assert_eq(call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
-		     200);
+	cr_assert_eq(
+		emu_test_call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
+		200);
 	cr_assert_str_eq(str_at(out, "kind", NULL), "Widget");
 	json_decref(out);
 
 	/* A change of the spec bumps the generation; metadata does not. */
-	cr_assert_eq(call(&srv, "PATCH", WIDGET_URL "/w1?fieldManager=writer",
-			  MERGE_CT, "{\"spec\":{\"size\":2}}", &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WIDGET_URL "/w1?fieldManager=writer",
+				   MERGE_CT, "{\"spec\":{\"size\":2}}", &out),
 		     200);
 	cr_assert_eq(generation(out), 2);
 	json_decref(out);
-	cr_assert_eq(call(&srv, "PATCH", WIDGET_URL "/w1?fieldManager=writer",
-			  MERGE_CT, "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}",
-			  &out),
+	cr_assert_eq(emu_test_call(
+			     &srv, "PATCH",
+			     WIDGET_URL "/w1?fieldManager=writer", MERGE_CT,
+			     "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}", &out),
 		     200);
 	cr_assert_eq(generation(out), 2);
 	json_decref(out);
 
 	/* Server-side apply merges the list map by its key. */
-	cr_assert_eq(call(&srv, "PATCH", WIDGET_URL "/w1?fieldManager=applier",
-			  APPLY_CT,
-			  "apiVersion: example.com/v1\nkind: Widget\n"
-			  "metadata:\n  name: w1\nspec:\n  ports:\n"
-			  "  - name: https\n    port: 443\n",
-			  &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WIDGET_URL "/w1?fieldManager=applier",
+				   APPLY_CT,
+				   "apiVersion: example.com/v1\nkind: Widget\n"
+				   "metadata:\n  name: w1\nspec:\n  ports:\n"
+				   "  - name: https\n    port: 443\n",
+				   &out),
 		     200, "%s", str_at(out, "message", NULL));
 	cr_assert_eq(json_array_size(json_object_get(
 			     json_object_get(out, "spec"), "ports")),
@@ -300,7 +276,8 @@ Test(crd, custom_objects)
 	json_decref(out);
 
 	/* Lists carry the CRD's listKind; items keep kind and apiVersion. */
-	cr_assert_eq(call(&srv, "GET", WIDGET_URL, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", WIDGET_URL, NULL, NULL, &out),
+		     200);
 	cr_assert_str_eq(str_at(out, "kind", NULL), "WidgetList");
 	cr_assert_str_eq(str_at(out, "apiVersion", NULL), "example.com/v1");
 	cr_assert_eq(json_array_size(json_object_get(out, "items")), 1);
@@ -322,11 +299,12 @@ Test(crd, delete_removes_objects_and_resources)
 
 	server_init(&srv);
 	create_widget_crd(&srv);
-	cr_assert_eq(call(&srv, "POST", WIDGET_URL, JSON_CT,
-			  "{\"apiVersion\":\"example.com/v1\",\"kind\":"
-			  "\"Widget\",\"metadata\":{\"name\":\"w1\"}}",
-			  &out),
-		     201);
+	cr_assert_eq(
+		emu_test_call(&srv, "POST", WIDGET_URL, JSON_CT,
+			      "{\"apiVersion\":\"example.com/v1\",\"kind\":"
+			      "\"Widget\",\"metadata\":{\"name\":\"w1\"}}",
+			      &out),
+		201);
 	json_decref(out);
 	r = emu_resource_find("example.com", "v1", "widgets");
 	cr_assert_not_null(r);
@@ -335,8 +313,9 @@ Test(crd, delete_removes_objects_and_resources)
 		;
 	buf_reset(&events);
 
-	cr_assert_eq(call(&srv, "DELETE", CRD_URL "/widgets.example.com", NULL,
-			  NULL, &out),
+	cr_assert_eq(emu_test_call(&srv, "DELETE",
+				   CRD_URL "/widgets.example.com", NULL, NULL,
+				   &out),
 		     200);
 	cr_assert_str_eq(str_at(out, "status", NULL), "Success");
 	json_decref(out);
@@ -351,18 +330,20 @@ Test(crd, delete_removes_objects_and_resources)
 	/* The pointer stays valid, the resource is gone. */
 	cr_assert_str_eq(r->name, "widgets");
 	cr_assert_null(emu_resource_find("example.com", "v1", "widgets"));
-	cr_assert_eq(call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
-		     404);
-	json_decref(out);
 	cr_assert_eq(
-		call(&srv, "GET", "/apis/example.com/v1", NULL, NULL, &out),
+		emu_test_call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
 		404);
+	json_decref(out);
+	cr_assert_eq(emu_test_call(&srv, "GET", "/apis/example.com/v1", NULL,
+				   NULL, &out),
+		     404);
 	json_decref(out);
 
 	/* Created again, it takes its old entry back, with no objects. */
 	create_widget_crd(&srv);
 	cr_assert_eq(emu_resource_find("example.com", "v1", "widgets"), r);
-	cr_assert_eq(call(&srv, "GET", WIDGET_URL, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", WIDGET_URL, NULL, NULL, &out),
+		     200);
 	cr_assert_eq(json_array_size(json_object_get(out, "items")), 0);
 	json_decref(out);
 	emu_store_release(&srv.store);
@@ -379,7 +360,8 @@ Test(crd, invalid)
 	json_object_set_new(json_object_get(bad, "metadata"), "name",
 			    json_string("widgets"));
 	body = json_dumps(bad, JSON_COMPACT);
-	cr_assert_eq(call(&srv, "POST", CRD_URL, JSON_CT, body, &out), 422);
+	cr_assert_eq(emu_test_call(&srv, "POST", CRD_URL, JSON_CT, body, &out),
+		     422);
 	cr_assert_str_eq(str_at(out, "reason", NULL), "Invalid");
 	cr_assert_str_eq(str_at(out, "message", NULL),
 			 "CustomResourceDefinition.apiextensions.k8s.io "
@@ -405,7 +387,8 @@ Test(crd, invalid)
 			       0),
 		"storage", json_false());
 	body = json_dumps(bad, JSON_COMPACT);
-	cr_assert_eq(call(&srv, "POST", CRD_URL, JSON_CT, body, &out), 422);
+	cr_assert_eq(emu_test_call(&srv, "POST", CRD_URL, JSON_CT, body, &out),
+		     422);
 	cr_assert_not_null(strstr(str_at(out, "message", NULL),
 				  "must have exactly one version marked as "
 				  "storage version"));
@@ -439,7 +422,8 @@ Test(crd, name_conflict_not_accepted)
 		json_object_get(json_object_get(other, "spec"), "names"),
 		"shortNames");
 	body = json_dumps(other, JSON_COMPACT);
-	cr_assert_eq(call(&srv, "POST", CRD_URL, JSON_CT, body, &out), 201);
+	cr_assert_eq(emu_test_call(&srv, "POST", CRD_URL, JSON_CT, body, &out),
+		     201);
 	c = condition(out, "NamesAccepted");
 	cr_assert_str_eq(str_at(c, "status", NULL), "False");
 	cr_assert_str_eq(str_at(c, "reason", NULL), "KindConflict");
@@ -463,12 +447,13 @@ Test(crd, restore)
 
 	server_init(&srv);
 	create_widget_crd(&srv);
-	cr_assert_eq(call(&srv, "POST", WIDGET_URL, JSON_CT,
-			  "{\"apiVersion\":\"example.com/v1\",\"kind\":"
-			  "\"Widget\",\"metadata\":{\"name\":\"w1\"},"
-			  "\"spec\":{\"size\":3}}",
-			  &out),
-		     201);
+	cr_assert_eq(
+		emu_test_call(&srv, "POST", WIDGET_URL, JSON_CT,
+			      "{\"apiVersion\":\"example.com/v1\",\"kind\":"
+			      "\"Widget\",\"metadata\":{\"name\":\"w1\"},"
+			      "\"spec\":{\"size\":3}}",
+			      &out),
+		201);
 	json_decref(out);
 	dump = emu_store_dump(&srv.store);
 	cr_assert_not_null(dump);
@@ -480,15 +465,16 @@ Test(crd, restore)
 	cr_assert_eq(emu_store_restore(&srv.store, dump, &msg), 0, "%s",
 		     buf_cstr(&msg));
 	cr_assert_not_null(emu_resource_find("example.com", "v1", "widgets"));
-	cr_assert_eq(call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
-		     200);
+	cr_assert_eq(
+		emu_test_call(&srv, "GET", WIDGET_URL "/w1", NULL, NULL, &out),
+		200);
 	cr_assert_eq(json_integer_value(json_object_get(
 			     json_object_get(out, "spec"), "size")),
 		     3);
 	json_decref(out);
-	cr_assert_eq(
-		call(&srv, "GET", "/apis/example.com/v1", NULL, NULL, &out),
-		200);
+	cr_assert_eq(emu_test_call(&srv, "GET", "/apis/example.com/v1", NULL,
+				   NULL, &out),
+		     200);
 	json_decref(out);
 	json_decref(dump);
 	buf_release(&msg);

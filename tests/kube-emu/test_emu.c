@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
+#include "tests/kube-emu/test_call.h"
 
 static const struct emu_resource *res(const char *g, const char *name)
 {
@@ -372,38 +373,14 @@ static bool next_too_large;
 static int call(struct emu_server *srv, const char *method, const char *url,
 		const char *ct, const char *body, json_t **out)
 {
-	struct emu_request req = {0};
+	struct emu_test_options o = {.body_too_large = next_too_large};
 	struct emu_response resp = EMU_RESPONSE_INIT;
-	struct emu_param q[4];
-	char path[256], *qs, *save = NULL, *kv, *eq;
 
-	snprintf(path, sizeof(path), "%s", url);
-	qs = strchr(path, '?');
-	if (qs) {
-		*qs++ = '\0';
-		for (kv = strtok_r(qs, "&", &save); kv && req.nquery < 4;
-		     kv = strtok_r(NULL, "&", &save)) {
-			eq = strchr(kv, '=');
-			if (eq)
-				*eq++ = '\0';
-			q[req.nquery].key = kv;
-			q[req.nquery].value = eq ? eq : "";
-			req.nquery++;
-		}
-	}
-	req.method = method;
-	req.path = path;
-	req.query = q;
-	req.content_type = ct;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.authorization = "Bearer T";
-	req.user_agent = "kubectl/v1.32.4 (linux/amd64)";
-	req.body_too_large = next_too_large;
 	next_too_large = false;
-	emu_handle(srv, &req, &resp);
+	emu_test_request(srv, method, url, ct, body, &o, &resp);
 	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
 	buf_release(&resp.body);
+	emu_watch_free(resp.watch);
 	return resp.code;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
+#include "tests/kube-emu/test_call.h"
 
 #define CMS	     "/api/v1/namespaces/default/configmaps"
 #define DEPS	     "/apis/apps/v1/namespaces/default/deployments"
@@ -25,49 +26,12 @@
 	"[{\"name\":\"web\",\"image\":\"nginx:1\"},{\"name\":\"side\","     \
 	"\"image\":\"busybox\"}]}}}}"
 
-static int call(struct emu_server *srv, const char *method, const char *url,
-		const char *ct, const char *body, json_t **out)
-{
-	struct emu_request req = {0};
-	struct emu_response resp = EMU_RESPONSE_INIT;
-	struct emu_param q[4];
-	char path[256], *qs, *save = NULL, *kv, *eq;
-
-	snprintf(path, sizeof(path), "%s", url);
-	qs = strchr(path, '?');
-	if (qs) {
-		*qs++ = '\0';
-		for (kv = strtok_r(qs, "&", &save); kv && req.nquery < 4;
-		     kv = strtok_r(NULL, "&", &save)) {
-			eq = strchr(kv, '=');
-			if (eq)
-				*eq++ = '\0';
-			q[req.nquery].key = kv;
-			q[req.nquery].value = eq ? eq : "";
-			req.nquery++;
-		}
-	}
-	req.method = method;
-	req.path = path;
-	req.query = q;
-	req.content_type = ct;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.authorization = "Bearer T";
-	req.user_agent = "kubectl/v1.32.4 (linux/amd64)";
-	emu_handle(srv, &req, &resp);
-	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
-	buf_release(&resp.body);
-	emu_watch_free(resp.watch);
-	return resp.code;
-}
-
-/* call() whose answer is only its code. */
+/* emu_test_call() whose answer is only its code. */
 static int code_of(struct emu_server *srv, const char *method, const char *url,
 		   const char *ct, const char *body)
 {
 	json_t *out = NULL;
-	int code = call(srv, method, url, ct, body, &out);
+	int code = emu_test_call(srv, method, url, ct, body, &out);
 
 	json_decref(out);
 	return code;
@@ -140,11 +104,11 @@ Test(patchwire, json_patch)
 			     "\"metadata\":{\"name\":\"c\"},\"data\":"
 			     "{\"a\":\"1\"}}"),
 		     201);
-	cr_assert_eq(call(&srv, "PATCH", CMS "/c", JSONPATCH_CT,
-			  "[{\"op\":\"replace\",\"path\":\"/data/a\","
-			  "\"value\":\"2\"},{\"op\":\"add\",\"path\":"
-			  "\"/data/b\",\"value\":\"3\"}]",
-			  &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH", CMS "/c", JSONPATCH_CT,
+				   "[{\"op\":\"replace\",\"path\":\"/data/a\","
+				   "\"value\":\"2\"},{\"op\":\"add\",\"path\":"
+				   "\"/data/b\",\"value\":\"3\"}]",
+				   &out),
 		     200);
 	cr_assert_str_eq(str(json_object_get(out, "data"), "a"), "2");
 	cr_assert_str_eq(str(json_object_get(out, "data"), "b"), "3");
@@ -152,12 +116,13 @@ Test(patchwire, json_patch)
 	json_decref(out);
 
 	/* a failed test operation changes nothing */
-	cr_assert_eq(call(&srv, "PATCH", CMS "/c", JSONPATCH_CT,
-			  "[{\"op\":\"test\",\"path\":\"/data/a\","
-			  "\"value\":\"9\"},{\"op\":\"remove\",\"path\":"
-			  "\"/data/a\"}]",
-			  &out),
-		     422);
+	cr_assert_eq(
+		emu_test_call(&srv, "PATCH", CMS "/c", JSONPATCH_CT,
+			      "[{\"op\":\"test\",\"path\":\"/data/a\","
+			      "\"value\":\"9\"},{\"op\":\"remove\",\"path\":"
+			      "\"/data/a\"}]",
+			      &out),
+		422);
 	cr_assert_str_eq(str(out, "reason"), "Invalid");
 	cr_assert_str_eq(str(out, "message"),
 			 "the server rejected our request due to an error in "
@@ -166,13 +131,14 @@ Test(patchwire, json_patch)
 	cr_assert(json_is_object(json_object_get(out, "details")));
 	cr_assert_eq(json_object_size(json_object_get(out, "details")), 0);
 	json_decref(out);
-	cr_assert_eq(call(&srv, "GET", CMS "/c", NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", CMS "/c", NULL, NULL, &out),
+		     200);
 	cr_assert_str_eq(str(json_object_get(out, "data"), "a"), "2");
 	json_decref(out);
 
 	/* the body must be a list of operations */
-	cr_assert_eq(call(&srv, "PATCH", CMS "/c", JSONPATCH_CT,
-			  "{\"op\":\"remove\"}", &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH", CMS "/c", JSONPATCH_CT,
+				   "{\"op\":\"remove\"}", &out),
 		     400);
 	cr_assert_str_eq(str(out, "reason"), "BadRequest");
 	json_decref(out);
@@ -189,11 +155,13 @@ Test(patchwire, strategic_merge_patch_lists)
 	setup(&srv);
 	cr_assert_eq(code_of(&srv, "POST", DEPS, JSON_CT, DEPLOYMENT), 201);
 	/* containers merge by name: side stays, web gets its new image */
-	cr_assert_eq(call(&srv, "PATCH", WEB, SMP_CT,
-			  "{\"spec\":{\"template\":{\"spec\":{\"containers\":"
-			  "[{\"name\":\"web\",\"image\":\"nginx:2\"}]}}}}",
-			  &out),
-		     200);
+	cr_assert_eq(
+		emu_test_call(
+			&srv, "PATCH", WEB, SMP_CT,
+			"{\"spec\":{\"template\":{\"spec\":{\"containers\":"
+			"[{\"name\":\"web\",\"image\":\"nginx:2\"}]}}}}",
+			&out),
+		200);
 	c = json_object_get(
 		json_object_get(json_object_get(json_object_get(out, "spec"),
 						"template"),
@@ -206,11 +174,13 @@ Test(patchwire, strategic_merge_patch_lists)
 	json_decref(out);
 
 	/* $patch: delete removes one item */
-	cr_assert_eq(call(&srv, "PATCH", WEB, SMP_CT,
-			  "{\"spec\":{\"template\":{\"spec\":{\"containers\":"
-			  "[{\"name\":\"side\",\"$patch\":\"delete\"}]}}}}",
-			  &out),
-		     200);
+	cr_assert_eq(
+		emu_test_call(
+			&srv, "PATCH", WEB, SMP_CT,
+			"{\"spec\":{\"template\":{\"spec\":{\"containers\":"
+			"[{\"name\":\"side\",\"$patch\":\"delete\"}]}}}}",
+			&out),
+		200);
 	c = json_object_get(
 		json_object_get(json_object_get(json_object_get(out, "spec"),
 						"template"),
@@ -231,11 +201,11 @@ Test(patchwire, patches_on_status_and_scale)
 	cr_assert_eq(code_of(&srv, "POST", DEPS, JSON_CT, DEPLOYMENT), 201);
 
 	/* /status takes only the status; the write is recorded as such */
-	cr_assert_eq(call(&srv, "PATCH", WEB "/status?fieldManager=ctl",
-			  MERGE_CT,
-			  "{\"spec\":{\"replicas\":9},\"status\":"
-			  "{\"replicas\":2,\"readyReplicas\":1}}",
-			  &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/status?fieldManager=ctl", MERGE_CT,
+				   "{\"spec\":{\"replicas\":9},\"status\":"
+				   "{\"replicas\":2,\"readyReplicas\":1}}",
+				   &out),
 		     200);
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 2);
 	cr_assert_eq(json_integer_value(at(out, "status", "replicas")), 2);
@@ -245,15 +215,16 @@ Test(patchwire, patches_on_status_and_scale)
 	json_decref(out);
 
 	/* a PUT of /status too */
-	cr_assert_eq(call(&srv, "GET", WEB, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", WEB, NULL, NULL, &out), 200);
 	json_object_set_new(json_object_get(out, "status"), "updatedReplicas",
 			    json_integer(1));
 	{
 		char *body = json_dumps(out, JSON_COMPACT);
 
 		json_decref(out);
-		cr_assert_eq(call(&srv, "PUT", WEB "/status?fieldManager=put",
-				  JSON_CT, body, &out),
+		cr_assert_eq(emu_test_call(&srv, "PUT",
+					   WEB "/status?fieldManager=put",
+					   JSON_CT, body, &out),
 			     200);
 		free(body);
 	}
@@ -262,22 +233,24 @@ Test(patchwire, patches_on_status_and_scale)
 	json_decref(out);
 
 	/* a JSON patch of the Scale */
-	cr_assert_eq(call(&srv, "PATCH", WEB "/scale?fieldManager=scaler",
-			  JSONPATCH_CT,
-			  "[{\"op\":\"replace\",\"path\":\"/spec/replicas\","
-			  "\"value\":4}]",
-			  &out),
+	cr_assert_eq(emu_test_call(
+			     &srv, "PATCH", WEB "/scale?fieldManager=scaler",
+			     JSONPATCH_CT,
+			     "[{\"op\":\"replace\",\"path\":\"/spec/replicas\","
+			     "\"value\":4}]",
+			     &out),
 		     200);
 	cr_assert_str_eq(str(out, "kind"), "Scale");
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 4);
 	json_decref(out);
 	/* a merge patch of the Scale */
-	cr_assert_eq(call(&srv, "PATCH", WEB "/scale?fieldManager=scaler",
-			  MERGE_CT, "{\"spec\":{\"replicas\":5}}", &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/scale?fieldManager=scaler", MERGE_CT,
+				   "{\"spec\":{\"replicas\":5}}", &out),
 		     200);
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 5);
 	json_decref(out);
-	cr_assert_eq(call(&srv, "GET", WEB, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", WEB, NULL, NULL, &out), 200);
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 5);
 	expect_fields(out, "scaler", "Update", "scale",
 		      "{\"f:spec\":{\"f:replicas\":{}}}");
@@ -309,8 +282,9 @@ Test(patchwire, apply_to_status)
 	cr_assert_eq(code_of(&srv, "PATCH", WEB "?fieldManager=ctl", APPLY_CT,
 			     MAIN_APPLY),
 		     201);
-	cr_assert_eq(call(&srv, "PATCH", WEB "/status?fieldManager=ctl",
-			  APPLY_CT, STATUS_APPLY(2), &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/status?fieldManager=ctl", APPLY_CT,
+				   STATUS_APPLY(2), &out),
 		     200);
 	cr_assert_eq(json_integer_value(at(out, "status", "replicas")), 2);
 	/* the status apply is a manager of its own, next to the main one */
@@ -321,7 +295,7 @@ Test(patchwire, apply_to_status)
 		json_object_get(entry(out, "ctl", "Apply", NULL), "fieldsV1"),
 		"f:status"));
 	json_decref(out);
-	cr_assert_eq(call(&srv, "GET", WEB, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", WEB, NULL, NULL, &out), 200);
 	cr_assert_eq(json_integer_value(at(out, "status", "replicas")), 2);
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 2);
 	expect_fields(out, "ctl", "Apply", "status",
@@ -329,16 +303,17 @@ Test(patchwire, apply_to_status)
 	json_decref(out);
 
 	/* another applier changing the value conflicts, as kube words it */
-	cr_assert_eq(call(&srv, "PATCH", WEB "/status?fieldManager=other",
-			  APPLY_CT, STATUS_APPLY(3), &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/status?fieldManager=other", APPLY_CT,
+				   STATUS_APPLY(3), &out),
 		     409);
 	cr_assert_str_eq(str(out, "message"),
 			 "Apply failed with 1 conflict: conflict with \"ctl\" "
 			 "with subresource \"status\": .status.replicas");
 	json_decref(out);
-	cr_assert_eq(call(&srv, "PATCH",
-			  WEB "/status?fieldManager=other&force=true", APPLY_CT,
-			  STATUS_APPLY(3), &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/status?fieldManager=other&force=true",
+				   APPLY_CT, STATUS_APPLY(3), &out),
 		     200);
 	cr_assert_eq(json_integer_value(at(out, "status", "replicas")), 3);
 	expect_fields(out, "other", "Apply", "status",
@@ -347,8 +322,9 @@ Test(patchwire, apply_to_status)
 	json_decref(out);
 
 	/* the same status again writes nothing */
-	cr_assert_eq(call(&srv, "PATCH", WEB "/status?fieldManager=other",
-			  APPLY_CT, STATUS_APPLY(3), &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/status?fieldManager=other", APPLY_CT,
+				   STATUS_APPLY(3), &out),
 		     200);
 	json_decref(out);
 	cr_assert_eq(code_of(&srv, "PATCH", WEB "/status?fieldManager=x",
@@ -367,8 +343,8 @@ Test(patchwire, apply_to_scale)
 			     APPLY_CT, MAIN_APPLY),
 		     201);
 	/* kubectl's apply owns spec.replicas */
-	cr_assert_eq(call(&srv, "PATCH", WEB "/scale?fieldManager=hpa",
-			  APPLY_CT, SCALE_APPLY(5), &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH", WEB "/scale?fieldManager=hpa",
+				   APPLY_CT, SCALE_APPLY(5), &out),
 		     409);
 	cr_assert_str_eq(str(out, "reason"), "Conflict");
 	cr_assert_str_eq(str(out, "message"),
@@ -376,16 +352,16 @@ Test(patchwire, apply_to_scale)
 			 "\"kubectl\": .spec.replicas");
 	json_decref(out);
 
-	cr_assert_eq(call(&srv, "PATCH",
-			  WEB "/scale?fieldManager=hpa&force=true", APPLY_CT,
-			  SCALE_APPLY(5), &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH",
+				   WEB "/scale?fieldManager=hpa&force=true",
+				   APPLY_CT, SCALE_APPLY(5), &out),
 		     200);
 	cr_assert_str_eq(str(out, "kind"), "Scale");
 	cr_assert_str_eq(str(out, "apiVersion"), "autoscaling/v1");
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 5);
 	json_decref(out);
 
-	cr_assert_eq(call(&srv, "GET", WEB, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", WEB, NULL, NULL, &out), 200);
 	cr_assert_eq(json_integer_value(at(out, "spec", "replicas")), 5);
 	expect_fields(out, "hpa", "Apply", "scale",
 		      "{\"f:spec\":{\"f:replicas\":{}}}");
@@ -400,8 +376,8 @@ Test(patchwire, apply_to_scale)
 	json_decref(out);
 
 	/* the main applier now conflicts with the scale's owner */
-	cr_assert_eq(call(&srv, "PATCH", WEB "?fieldManager=kubectl", APPLY_CT,
-			  MAIN_APPLY, &out),
+	cr_assert_eq(emu_test_call(&srv, "PATCH", WEB "?fieldManager=kubectl",
+				   APPLY_CT, MAIN_APPLY, &out),
 		     409);
 	cr_assert_str_eq(str(out, "message"),
 			 "Apply failed with 1 conflict: conflict with \"hpa\" "
@@ -447,11 +423,12 @@ Test(patchwire, delete_collection)
 		     201);
 
 	/* dryRun deletes nothing but answers the same list */
-	cr_assert_eq(call(&srv, "GET", CMS, NULL, NULL, &out), 200);
+	cr_assert_eq(emu_test_call(&srv, "GET", CMS, NULL, NULL, &out), 200);
 	cr_assert_eq(json_array_size(json_object_get(out, "items")), 3);
 	json_decref(out);
-	cr_assert_eq(call(&srv, "DELETE", CMS "?labelSelector=app=x&dryRun=All",
-			  NULL, NULL, &out),
+	cr_assert_eq(emu_test_call(&srv, "DELETE",
+				   CMS "?labelSelector=app=x&dryRun=All", NULL,
+				   NULL, &out),
 		     200);
 	cr_assert_eq(json_array_size(json_object_get(out, "items")), 2);
 	json_decref(out);
@@ -462,8 +439,8 @@ Test(patchwire, delete_collection)
 				    emu_resource_find("", "v1", "configmaps"),
 				    &wo, &w, &st),
 		     0);
-	cr_assert_eq(call(&srv, "DELETE", CMS "?labelSelector=app=x", NULL,
-			  NULL, &out),
+	cr_assert_eq(emu_test_call(&srv, "DELETE", CMS "?labelSelector=app=x",
+				   NULL, NULL, &out),
 		     200);
 	cr_assert_str_eq(str(out, "kind"), "ConfigMapList");
 	items = json_object_get(out, "items");
@@ -479,8 +456,9 @@ Test(patchwire, delete_collection)
 	buf_release(&lines);
 
 	/* by field selector */
-	cr_assert_eq(call(&srv, "DELETE", CMS "?fieldSelector=metadata.name=c",
-			  NULL, NULL, &out),
+	cr_assert_eq(emu_test_call(&srv, "DELETE",
+				   CMS "?fieldSelector=metadata.name=c", NULL,
+				   NULL, &out),
 		     200);
 	cr_assert_eq(json_array_size(json_object_get(out, "items")), 1);
 	json_decref(out);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
+#include "tests/kube-emu/test_call.h"
 
 static const struct emu_resource *core(const char *name)
 {
@@ -307,36 +308,6 @@ static char *fields_of(const json_t *obj, const char *manager)
 	return strdup("");
 }
 
-static int call(struct emu_server *srv, const char *method, const char *url,
-		const char *ct, const char *body, json_t **out)
-{
-	struct emu_request req = {0};
-	struct emu_response resp = EMU_RESPONSE_INIT;
-	struct emu_param q[1];
-	char path[256], *qs;
-
-	snprintf(path, sizeof(path), "%s", url);
-	qs = strchr(path, '?');
-	if (qs) {
-		*qs++ = '\0';
-		q[0].key = qs;
-		q[0].value = strchr(qs, '=') + 1;
-		*strchr(qs, '=') = '\0';
-		req.nquery = 1;
-	}
-	req.method = method;
-	req.path = path;
-	req.query = q;
-	req.content_type = ct;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.user_agent = "kubectl/v1.32.4 (linux/amd64)";
-	emu_handle(srv, &req, &resp);
-	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
-	buf_release(&resp.body);
-	return resp.code;
-}
-
 /*
  * Defaults run before managedFields: on an Update (create) the writer
  * owns what was defaulted for it, as in kube; apply records only what
@@ -350,26 +321,28 @@ Test(store_wiring, defaults_before_managed_fields)
 
 	cr_assert_eq(emu_store_init(&srv.store), 0);
 	/* A Namespace's name label is a default of the server. */
-	cr_assert_eq(call(&srv, "POST", "/api/v1/namespaces?fieldManager=mgr",
-			  "application/json",
-			  "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
-			  "\"metadata\":{\"name\":\"team\"}}",
-			  &out),
-		     201);
+	cr_assert_eq(
+		emu_test_call(&srv, "POST",
+			      "/api/v1/namespaces?fieldManager=mgr",
+			      "application/json",
+			      "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+			      "\"metadata\":{\"name\":\"team\"}}",
+			      &out),
+		201);
 	f = fields_of(out, "mgr");
 	cr_assert_not_null(strstr(f, "\"f:kubernetes.io/metadata.name\""), "%s",
 			   f);
 	free(f);
 	json_decref(out);
 
-	cr_assert_eq(call(&srv, "PATCH",
-			  "/api/v1/namespaces/other?fieldManager=applier",
-			  "application/apply-patch+yaml",
-			  "apiVersion: v1\nkind: Namespace\nmetadata:\n"
-			  "  name: other\n  labels:\n    a: b\n",
-			  &out),
-		     201, "%s",
-		     json_string_value(json_object_get(out, "message")));
+	cr_assert_eq(
+		emu_test_call(&srv, "PATCH",
+			      "/api/v1/namespaces/other?fieldManager=applier",
+			      "application/apply-patch+yaml",
+			      "apiVersion: v1\nkind: Namespace\nmetadata:\n"
+			      "  name: other\n  labels:\n    a: b\n",
+			      &out),
+		201, "%s", json_string_value(json_object_get(out, "message")));
 	cr_assert_str_eq(
 		json_string_value(json_object_get(
 			json_object_get(json_object_get(out, "metadata"),
@@ -383,19 +356,20 @@ Test(store_wiring, defaults_before_managed_fields)
 	json_decref(out);
 
 	/* The same through a kind with a spec default: Deployments. */
-	cr_assert_eq(call(&srv, "POST",
-			  "/apis/apps/v1/namespaces/default/deployments"
-			  "?fieldManager=mgr",
-			  "application/json",
-			  "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
-			  "\"metadata\":{\"name\":\"web\"},\"spec\":{"
-			  "\"selector\":{\"matchLabels\":{\"app\":\"web\"}},"
-			  "\"template\":{\"metadata\":{\"labels\":{\"app\":"
-			  "\"web\"}},\"spec\":{\"containers\":[{\"name\":"
-			  "\"web\",\"image\":\"nginx:1\"}]}}}}",
-			  &out),
-		     201, "%s",
-		     json_string_value(json_object_get(out, "message")));
+	cr_assert_eq(
+		emu_test_call(
+			&srv, "POST",
+			"/apis/apps/v1/namespaces/default/deployments"
+			"?fieldManager=mgr",
+			"application/json",
+			"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+			"\"metadata\":{\"name\":\"web\"},\"spec\":{"
+			"\"selector\":{\"matchLabels\":{\"app\":\"web\"}},"
+			"\"template\":{\"metadata\":{\"labels\":{\"app\":"
+			"\"web\"}},\"spec\":{\"containers\":[{\"name\":"
+			"\"web\",\"image\":\"nginx:1\"}]}}}}",
+			&out),
+		201, "%s", json_string_value(json_object_get(out, "message")));
 	if (json_object_get(json_object_get(out, "spec"),
 			    "progressDeadlineSeconds")) {
 		f = fields_of(out, "mgr");
@@ -404,19 +378,19 @@ Test(store_wiring, defaults_before_managed_fields)
 		free(f);
 	}
 	json_decref(out);
-	cr_assert_eq(call(&srv, "PATCH",
-			  "/apis/apps/v1/namespaces/default/deployments/api"
-			  "?fieldManager=applier",
-			  "application/apply-patch+yaml",
-			  "apiVersion: apps/v1\nkind: Deployment\n"
-			  "metadata:\n  name: api\nspec:\n  selector:\n"
-			  "    matchLabels: {app: api}\n  template:\n"
-			  "    metadata:\n      labels: {app: api}\n"
-			  "    spec:\n      containers:\n"
-			  "      - name: api\n        image: nginx:1\n",
-			  &out),
-		     201, "%s",
-		     json_string_value(json_object_get(out, "message")));
+	cr_assert_eq(
+		emu_test_call(&srv, "PATCH",
+			      "/apis/apps/v1/namespaces/default/deployments/api"
+			      "?fieldManager=applier",
+			      "application/apply-patch+yaml",
+			      "apiVersion: apps/v1\nkind: Deployment\n"
+			      "metadata:\n  name: api\nspec:\n  selector:\n"
+			      "    matchLabels: {app: api}\n  template:\n"
+			      "    metadata:\n      labels: {app: api}\n"
+			      "    spec:\n      containers:\n"
+			      "      - name: api\n        image: nginx:1\n",
+			      &out),
+		201, "%s", json_string_value(json_object_get(out, "message")));
 	if (json_object_get(json_object_get(out, "spec"),
 			    "progressDeadlineSeconds")) {
 		f = fields_of(out, "applier");
