@@ -1452,30 +1452,6 @@ void emu_actors_free(struct emu_actors *a)
 
 /* ---- /emu/webhooks and /emu/rollouts ---- */
 
-static void reply(struct emu_response *resp, int code, json_t *body)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-
-	resp->code = s ? code : 500;
-	resp->content_type = "application/json";
-	buf_reset(&resp->body);
-	buf_adds(&resp->body, s ? s
-				: "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
-				  "\"metadata\":{},\"status\":\"Failure\","
-				  "\"message\":\"out of memory\",\"reason\":"
-				  "\"InternalError\",\"code\":500}");
-	buf_addch(&resp->body, '\n');
-	free(s);
-	json_decref(body);
-}
-
-static void reply_failure(struct emu_response *resp, int code,
-			  const char *reason, const char *message)
-{
-	reply(resp, code,
-	      emu_status_new(code, reason, message, NULL, NULL, NULL));
-}
-
 /*
  * The definition of a POST body: a JSON object, or the flag's text (for
  * curl -d 'kind=Deployment,sidecar=...').
@@ -1570,26 +1546,28 @@ int emu_actors_control(struct emu_actors *a, const struct emu_request *req,
 	pthread_mutex_unlock(&a->lock);
 
 	if (!strcmp(m, "GET") && n == 2) {
-		reply(resp, 200,
-		      json_pack("{s:o}", hook ? "webhooks" : "rollouts", list));
+		emu_reply_json(resp, 200,
+			       json_pack("{s:o}",
+					 hook ? "webhooks" : "rollouts", list));
 		list = NULL;
 	} else if (!strcmp(m, "GET") ||
 		   (!strcmp(m, "DELETE") && n == 3 && !deleted)) {
 		if (found) {
-			reply(resp, 200, found);
+			emu_reply_json(resp, 200, found);
 			found = NULL;
 		} else {
 			buf_addf(&msg, "%s \"%s\" not found", kind, seg[2]);
-			reply_failure(resp, 404, "NotFound", msg.ptr);
+			emu_reply_status(resp, 404, "NotFound", msg.ptr);
 		}
 	} else if (!strcmp(m, "DELETE")) {
-		reply(resp, 200,
-		      json_pack("{s:I}", "deleted", (json_int_t)deleted));
+		emu_reply_json(
+			resp, 200,
+			json_pack("{s:I}", "deleted", (json_int_t)deleted));
 	} else if (!strcmp(m, "POST") && n == 2) {
 		def = body_definition(req, hook, &msg);
 		if (!def || configure_json(a, hook, def, &replaced, &msg) < 0) {
-			reply_failure(resp, 400, "BadRequest",
-				      msg.len ? msg.ptr : "out of memory");
+			emu_reply_status(resp, 400, "BadRequest",
+					 msg.len ? msg.ptr : "out of memory");
 			goto out;
 		}
 		/*
@@ -1612,12 +1590,12 @@ int emu_actors_control(struct emu_actors *a, const struct emu_request *req,
 			}
 		}
 		pthread_mutex_unlock(&a->lock);
-		reply(resp, replaced ? 200 : 201, found);
+		emu_reply_json(resp, replaced ? 200 : 201, found);
 		found = NULL;
 	} else {
 		buf_addf(&msg, "the server does not allow this method on the "
 			       "requested resource");
-		reply_failure(resp, 405, "MethodNotAllowed", msg.ptr);
+		emu_reply_status(resp, 405, "MethodNotAllowed", msg.ptr);
 	}
 out:
 	json_decref(list);

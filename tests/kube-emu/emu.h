@@ -694,6 +694,14 @@ struct emu_server {
 };
 
 /*
+ * Set *resp to `body` (consumed) as JSON with `code`; out of memory
+ * becomes a 500 Status. And the same for a failure Status.
+ */
+void emu_reply_json(struct emu_response *resp, int code, json_t *body);
+void emu_reply_status(struct emu_response *resp, int code, const char *reason,
+		      const char *message);
+
+/*
  * Answer one request into *resp (caller storage, initialised with
  * EMU_RESPONSE_INIT; release resp->body). Never fails: every problem
  * becomes a Status body.

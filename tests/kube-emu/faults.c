@@ -722,31 +722,6 @@ static json_t *stats_json(struct emu_faults *f)
 	return json_pack("{s:o, s:I}", "requests", arr, "total", total);
 }
 
-static void reply(struct emu_response *resp, int code, json_t *body)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-
-	resp->code = s ? code : 500;
-	resp->content_type = "application/json";
-	buf_reset(&resp->body);
-	buf_adds(&resp->body, s ? s
-				: "{\"kind\":\"Status\",\"apiVersion\":"
-				  "\"v1\",\"metadata\":{},\"status\":"
-				  "\"Failure\",\"message\":\"out of "
-				  "memory\",\"reason\":\"InternalError\","
-				  "\"code\":500}");
-	buf_addch(&resp->body, '\n');
-	free(s);
-	json_decref(body);
-}
-
-static void reply_status(struct emu_response *resp, int code,
-			 const char *reason, const char *message)
-{
-	reply(resp, code,
-	      emu_status_new(code, reason, message, NULL, NULL, NULL));
-}
-
 /*
  * A JSON body's fault: an object of the spec's keys ({"verb":"list",
  * "code":503,"drop":true}), written back as spec text.
@@ -827,7 +802,7 @@ static void method_not_allowed(struct emu_response *resp,
 		 "the server does not allow this method on the "
 		 "requested resource (%s %s)",
 		 req->method, req->path);
-	reply_status(resp, 405, "MethodNotAllowed", buf_cstr(&msg));
+	emu_reply_status(resp, 405, "MethodNotAllowed", buf_cstr(&msg));
 	buf_release(&msg);
 }
 
@@ -849,20 +824,21 @@ int emu_faults_control(struct emu_faults *f, const struct emu_request *req,
 			method_not_allowed(resp, req);
 			return 0;
 		}
-		reply(resp, 200, stats_json(f));
+		emu_reply_json(resp, 200, stats_json(f));
 		return 0;
 	}
 	if (!strcmp(m, "GET")) {
-		reply(resp, 200, faults_json(f));
+		emu_reply_json(resp, 200, faults_json(f));
 	} else if (!strcmp(m, "DELETE")) {
 		emu_faults_clear(f);
-		reply(resp, 200, faults_json(f));
+		emu_reply_json(resp, 200, faults_json(f));
 	} else if (!strcmp(m, "POST")) {
 		if (body_spec(req, &spec, &msg) < 0 ||
 		    emu_faults_add_spec(f, buf_cstr(&spec), &msg) < 0)
-			reply_status(resp, 400, "BadRequest", buf_cstr(&msg));
+			emu_reply_status(resp, 400, "BadRequest",
+					 buf_cstr(&msg));
 		else
-			reply(resp, 201, faults_json(f));
+			emu_reply_json(resp, 201, faults_json(f));
 	} else {
 		method_not_allowed(resp, req);
 	}

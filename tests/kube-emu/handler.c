@@ -31,7 +31,7 @@ static const char *query(const struct emu_request *req, const char *key)
 	return NULL;
 }
 
-static void reply_json(struct emu_response *resp, int code, json_t *body)
+void emu_reply_json(struct emu_response *resp, int code, json_t *body)
 {
 	resp->code = code;
 	resp->content_type = "application/json";
@@ -51,11 +51,11 @@ static void reply_json(struct emu_response *resp, int code, json_t *body)
 }
 
 /* A Status failure; reply_json takes the reference. */
-static void reply_status(struct emu_response *resp, int code,
-			 const char *reason, const char *message)
+void emu_reply_status(struct emu_response *resp, int code, const char *reason,
+		      const char *message)
 {
-	reply_json(resp, code,
-		   emu_status_new(code, reason, message, NULL, NULL, NULL));
+	emu_reply_json(resp, code,
+		       emu_status_new(code, reason, message, NULL, NULL, NULL));
 }
 
 static void reply_not_found(struct emu_response *resp)
@@ -66,7 +66,7 @@ static void reply_not_found(struct emu_response *resp)
 				    NULL, NULL, NULL);
 
 	json_object_set_new(st, "details", json_object());
-	reply_json(resp, 404, st);
+	emu_reply_json(resp, 404, st);
 }
 
 static void reply_method_not_allowed(struct emu_response *resp,
@@ -78,7 +78,7 @@ static void reply_method_not_allowed(struct emu_response *resp,
 		 "the server does not allow this method on the "
 		 "requested resource (%s %s)",
 		 req->method, req->path);
-	reply_status(resp, 405, "MethodNotAllowed", msg.ptr);
+	emu_reply_status(resp, 405, "MethodNotAllowed", msg.ptr);
 	buf_release(&msg);
 }
 
@@ -142,15 +142,15 @@ static json_t *decode_body(const struct emu_request *req,
 	if (req->body_too_large) {
 		buf_addf(&msg, "Request entity too large: limit is %u",
 			 EMU_MAX_BODY);
-		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		emu_reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
 		goto out;
 	}
 	if (media_is(ct, "application/vnd.kubernetes.protobuf")) {
 		obj = emu_protobuf_decode(req->body ? req->body : "",
 					  req->body_len, &msg);
 		if (!obj)
-			reply_status(resp, 415, "UnsupportedMediaType",
-				     msg.ptr);
+			emu_reply_status(resp, 415, "UnsupportedMediaType",
+					 msg.ptr);
 		goto out;
 	}
 	if (ct && *ct && !media_is(ct, "application/json") &&
@@ -159,21 +159,22 @@ static json_t *decode_body(const struct emu_request *req,
 			       "format - accepted media types include: "
 			       "application/json, application/yaml, "
 			       "application/vnd.kubernetes.protobuf");
-		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
+		emu_reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
 		goto out;
 	}
 	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
 			 "body", &err) < 0) {
 		decode_error_message(ct, err_first(&err), &msg);
-		reply_status(resp, 400, "BadRequest", msg.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 		goto out;
 	}
 	if (docs.len != 1 || !json_is_object(docs.items[0].value)) {
-		reply_status(resp, 400, "BadRequest",
-			     docs.len > 1 ? "the request body must hold a "
-					    "single object"
-					  : "Object 'Kind' is missing in the "
-					    "request body");
+		emu_reply_status(resp, 400, "BadRequest",
+				 docs.len > 1
+					 ? "the request body must hold a "
+					   "single object"
+					 : "Object 'Kind' is missing in the "
+					   "request body");
 		goto out;
 	}
 	obj = json_incref(docs.items[0].value);
@@ -202,15 +203,15 @@ static json_t *decode_patch(const struct emu_request *req, const char *name,
 	if (req->body_too_large) {
 		buf_addf(&msg, "Request entity too large: limit is %u",
 			 EMU_MAX_BODY);
-		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		emu_reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
 		goto out;
 	}
-	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
-			 name, &err) < 0 ||
+	if (render_parse(&docs, req->body ? req->body : "", req->body_len, name,
+			 &err) < 0 ||
 	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
 		buf_addf(&msg, "%s: %s", prefix,
 			 err_count(&err) ? err_first(&err) : not_one);
-		reply_status(resp, 400, "BadRequest", msg.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 		goto out;
 	}
 	obj = json_incref(docs.items[0].value);
@@ -266,7 +267,7 @@ static int check_identity(const struct target *t, const json_t *obj,
 		error = 0;
 	}
 	if (error < 0)
-		reply_status(resp, 400, "BadRequest", msg.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 	buf_release(&msg);
 	return error;
 }
@@ -285,7 +286,7 @@ static int dry_run(const struct emu_request *req, struct emu_response *resp)
 		 "Invalid dryRun value: %s; the only supported value "
 		 "is \"All\"",
 		 d);
-	reply_status(resp, 400, "BadRequest", msg.ptr);
+	emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 	buf_release(&msg);
 	return -1;
 }
@@ -409,9 +410,9 @@ static json_t *patch_failure(int code, const char *msg)
  * `patch` of `type` applied to `doc` (a new reference, consumed). The
  * patched document, or NULL with *out a failure Status and *code.
  */
-static json_t *run_patch(json_t *doc, enum patch_type type,
-			 const json_t *patch, const struct emu_resource *res,
-			 int *code, json_t **out)
+static json_t *run_patch(json_t *doc, enum patch_type type, const json_t *patch,
+			 const struct emu_resource *res, int *code,
+			 json_t **out)
 {
 	struct buf msg = BUF_INIT;
 	json_t *patched = NULL;
@@ -430,8 +431,8 @@ static json_t *run_patch(json_t *doc, enum patch_type type,
 		}
 		break;
 	case PATCH_STRATEGIC:
-		patched = emu_strategic_merge_patch(doc, patch, res, code,
-						    &msg);
+		patched =
+			emu_strategic_merge_patch(doc, patch, res, code, &msg);
 		if (!patched && !*code)
 			*code = 500;
 		break;
@@ -751,10 +752,10 @@ static json_t *sub_applied(const struct emu_request *req,
 	if (check_identity(t, body, scale ? "autoscaling/v1" : av.ptr,
 			   scale ? "Scale" : t->res->kind, resp) < 0)
 		goto out;
-	applied = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", av.ptr,
-			    "kind", t->res->kind, "metadata", "name", t->name);
+	applied = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", av.ptr, "kind",
+			    t->res->kind, "metadata", "name", t->name);
 	if (!applied) {
-		reply_status(resp, 500, "InternalError", "out of memory");
+		emu_reply_status(resp, 500, "InternalError", "out of memory");
 		goto out;
 	}
 	meta = json_object_get(applied, "metadata");
@@ -846,8 +847,8 @@ static int apply_sub_once(struct emu_server *srv, const struct target *t,
 		   mgr, t->sub);
 	/* r.object carries live's resourceVersion: a race is a 409 */
 	code = emu_store_update(&srv->store, t->res, t->ns, t->name,
-				scale ? "scale" : "status", NULL, r.object,
-				dry, out);
+				scale ? "scale" : "status", NULL, r.object, dry,
+				out);
 	*raced = code == 409 || code == 404;
 	if (code != 200 || scale)
 		goto out;
@@ -872,8 +873,8 @@ static int apply_sub_once(struct emu_server *srv, const struct target *t,
 		goto out;
 	}
 	*out = NULL;
-	code = emu_store_update(&srv->store, t->res, t->ns, t->name, NULL,
-				NULL, cur, dry, out);
+	code = emu_store_update(&srv->store, t->res, t->ns, t->name, NULL, NULL,
+				cur, dry, out);
 	json_decref(cur);
 	*raced = code == 409 || code == 404;
 out:
@@ -909,7 +910,7 @@ static void handle_apply_sub(struct emu_server *srv,
 		json_decref(out);
 		out = s;
 	}
-	reply_json(resp, code, out);
+	emu_reply_json(resp, code, out);
 	json_decref(applied);
 }
 
@@ -942,7 +943,7 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 				  "Required value: is required for apply "
 				  "patch",
 				  "field", "fieldManager"));
-		reply_json(resp, 422, st);
+		emu_reply_json(resp, 422, st);
 		goto out;
 	}
 	if (t->sub) {
@@ -956,7 +957,7 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 	if (check_identity(t, body, av.ptr, t->res->kind, resp) < 0)
 		goto out;
 	if (!(obj = json_deep_copy(body))) {
-		reply_status(resp, 500, "InternalError", "out of memory");
+		emu_reply_status(resp, 500, "InternalError", "out of memory");
 		goto out;
 	}
 	strip_server_owned(obj, t);
@@ -967,7 +968,7 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 		json_decref(out);
 		out = NULL;
 	}
-	reply_json(resp, code, out);
+	emu_reply_json(resp, code, out);
 out:
 	json_decref(obj);
 	json_decref(body);
@@ -986,20 +987,21 @@ static json_t *decode_json_patch(const struct emu_request *req,
 	if (req->body_too_large) {
 		buf_addf(&msg, "Request entity too large: limit is %u",
 			 EMU_MAX_BODY);
-		reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		emu_reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
 		goto out;
 	}
 	ops = json_loadb(req->body ? req->body : "", req->body_len,
 			 JSON_DECODE_ANY, &jerr);
 	if (!ops) {
 		buf_addf(&msg, "invalid JSON patch: %s", jerr.text);
-		reply_status(resp, 400, "BadRequest", msg.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 	} else if (!json_is_array(ops)) {
 		json_decref(ops);
 		ops = NULL;
-		reply_status(resp, 400, "BadRequest",
-			     "json: cannot unmarshal object into Go value of "
-			     "type jsonpatch.Patch");
+		emu_reply_status(
+			resp, 400, "BadRequest",
+			"json: cannot unmarshal object into Go value of "
+			"type jsonpatch.Patch");
 	}
 out:
 	buf_release(&msg);
@@ -1028,8 +1030,7 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 	} else if (media_is(req->content_type,
 			    "application/merge-patch+json")) {
 		type = PATCH_MERGE;
-	} else if (media_is(req->content_type,
-			    "application/json-patch+json")) {
+	} else if (media_is(req->content_type, "application/json-patch+json")) {
 		type = PATCH_JSON;
 	} else {
 		buf_addf(&msg, "the body of the request was in an unknown "
@@ -1038,7 +1039,7 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 			       "application/merge-patch+json, "
 			       "application/apply-patch+yaml, "
 			       "application/strategic-merge-patch+json");
-		reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
+		emu_reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
 		goto out;
 	}
 	if (type == PATCH_JSON)
@@ -1070,7 +1071,7 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 		json_decref(out);
 		out = NULL;
 	}
-	reply_json(resp, code, out);
+	emu_reply_json(resp, code, out);
 out:
 	buf_release(&mgr);
 	json_decref(patch);
@@ -1094,8 +1095,8 @@ static void handle_watch(struct emu_server *srv, const struct emu_request *req,
 	if (ts && *ts) {
 		n = strtoul(ts, &end, 10);
 		if (*end || *ts == '-' || n > 24ul * 3600) {
-			reply_status(resp, 400, "BadRequest",
-				     "timeoutSeconds: invalid value");
+			emu_reply_status(resp, 400, "BadRequest",
+					 "timeoutSeconds: invalid value");
 			return;
 		}
 	}
@@ -1108,7 +1109,7 @@ static void handle_watch(struct emu_server *srv, const struct emu_request *req,
 	wo.timeout_s = (unsigned)n;
 	code = emu_watch_open(&srv->store, t->res, &wo, &resp->watch, &status);
 	if (code) {
-		reply_json(resp, code, status);
+		emu_reply_json(resp, code, status);
 		return;
 	}
 	resp->code = 200;
@@ -1147,7 +1148,7 @@ static void handle_delete_collection(struct emu_server *srv,
 	if (emu_selector_parse(&sel, query(req, "labelSelector"), &msg) < 0 ||
 	    emu_field_selector_parse(&fs, query(req, "fieldSelector"), &msg) <
 		    0) {
-		reply_status(resp, 400, "BadRequest", msg.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 		goto out;
 	}
 	lo.ns = t->ns;
@@ -1155,7 +1156,7 @@ static void handle_delete_collection(struct emu_server *srv,
 	lo.fields = &fs;
 	code = emu_store_list(&srv->store, t->res, &lo, &list);
 	if (code != 200) {
-		reply_json(resp, code, list);
+		emu_reply_json(resp, code, list);
 		list = NULL;
 		goto out;
 	}
@@ -1171,7 +1172,7 @@ static void handle_delete_collection(struct emu_server *srv,
 				 &st);
 		json_decref(st);
 	}
-	reply_json(resp, 200, list);
+	emu_reply_json(resp, 200, list);
 	list = NULL;
 out:
 	json_decref(list);
@@ -1223,9 +1224,9 @@ static int delete_preconditions(struct emu_server *srv,
 	} else {
 		goto out;
 	}
-	reply_json(resp, 409,
-		   emu_status_new(409, "Conflict", buf_cstr(&msg), t->name,
-				  t->res->group, t->res->name));
+	emu_reply_json(resp, 409,
+		       emu_status_new(409, "Conflict", buf_cstr(&msg), t->name,
+				      t->res->group, t->res->name));
 	ret = -1;
 out:
 	json_decref(live);
@@ -1263,7 +1264,8 @@ static void handle_resource(struct emu_server *srv,
 			    emu_field_selector_parse(
 				    &fs, query(req, "fieldSelector"), &msg) <
 				    0) {
-				reply_status(resp, 400, "BadRequest", msg.ptr);
+				emu_reply_status(resp, 400, "BadRequest",
+						 msg.ptr);
 				goto out;
 			}
 			lim = query(req, "limit");
@@ -1278,15 +1280,13 @@ static void handle_resource(struct emu_server *srv,
 			lo.cont = query(req, "continue");
 			code = emu_store_list(&srv->store, t->res, &lo, &out);
 			if (code == 200 && emu_table_wanted(req->accept)) {
-				cur = emu_table_new(t->res,
-						    json_object_get(out, "items"),
-						    json_object_get(out,
-								    "metadata"),
-						    true);
+				cur = emu_table_new(
+					t->res, json_object_get(out, "items"),
+					json_object_get(out, "metadata"), true);
 				json_decref(out);
 				out = cur;
 			}
-			reply_json(resp, code, out);
+			emu_reply_json(resp, code, out);
 		} else if (!strcmp(m, "POST") && t->ns) {
 			if (!(obj = decode_body(req, resp)) ||
 			    check_identity(t, obj, av.ptr, t->res->kind, resp) <
@@ -1295,7 +1295,7 @@ static void handle_resource(struct emu_server *srv,
 			code = emu_store_create(&srv->store, t->res,
 						t->ns ? t->ns : "", obj,
 						mgr.ptr, dry, &out);
-			reply_json(resp, code, out);
+			emu_reply_json(resp, code, out);
 		} else if (!strcmp(m, "DELETE") && t->ns &&
 			   strcmp(t->res->name, "namespaces")) {
 			handle_delete_collection(srv, req, t, dry, resp);
@@ -1317,7 +1317,7 @@ static void handle_resource(struct emu_server *srv,
 			out = emu_table_new(t->res, cur, NULL, true);
 			json_decref(cur);
 		}
-		reply_json(resp, code, out);
+		emu_reply_json(resp, code, out);
 	} else if (!strcmp(m, "PUT")) {
 		if (!(obj = decode_body(req, resp)))
 			goto out;
@@ -1347,14 +1347,14 @@ static void handle_resource(struct emu_server *srv,
 			} else {
 				out = cur;
 			}
-			reply_json(resp, code, out);
+			emu_reply_json(resp, code, out);
 			goto out;
 		}
 		if (check_identity(t, obj, av.ptr, t->res->kind, resp) < 0)
 			goto out;
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
 					t->sub, mgr.ptr, obj, dry, &out);
-		reply_json(resp, code, out);
+		emu_reply_json(resp, code, out);
 	} else if (!strcmp(m, "PATCH")) {
 		handle_patch(srv, req, t, dry, resp);
 	} else if (!strcmp(m, "DELETE") && !t->sub) {
@@ -1362,7 +1362,7 @@ static void handle_resource(struct emu_server *srv,
 			goto out;
 		code = emu_store_delete(&srv->store, t->res, t->ns, t->name,
 					dry, &out);
-		reply_json(resp, code, out);
+		emu_reply_json(resp, code, out);
 	} else {
 		reply_method_not_allowed(resp, req);
 	}
@@ -1448,16 +1448,16 @@ static json_t *api_group(const char *group)
 
 #define AGG_V2 \
 	"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-#define AGG_V2BETA1 \
-	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+#define AGG_V2BETA1    \
+	"application/" \
+	"json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 /*
  * GET-only documents: health, version, discovery, OpenAPI. /api and
  * /apis answer aggregated discovery when the Accept header asks for it.
  */
-static int handle_static(struct emu_server *srv,
-			 const struct emu_request *req, char **seg, size_t n,
-			 struct emu_response *resp)
+static int handle_static(struct emu_server *srv, const struct emu_request *req,
+			 char **seg, size_t n, struct emu_response *resp)
 {
 	const char *agg = NULL;
 	json_t *doc = NULL;
@@ -1468,7 +1468,7 @@ static int handle_static(struct emu_server *srv,
 	if (agg) {
 		/* One document with every group's resources (kube 1.26+). */
 		doc = emu_discovery_aggregated(!strcmp(seg[0], "api"), agg);
-		reply_json(resp, 200, doc);
+		emu_reply_json(resp, 200, doc);
 		if (resp->code == 200 && !strcmp(agg, "v2"))
 			resp->content_type = AGG_V2;
 		else if (resp->code == 200)
@@ -1502,7 +1502,7 @@ static int handle_static(struct emu_server *srv,
 		return -1;
 	}
 	if (doc)
-		reply_json(resp, 200, doc);
+		emu_reply_json(resp, 200, doc);
 	else
 		reply_not_found(resp);
 	return 0;
@@ -1571,8 +1571,7 @@ static char *body_name(const struct emu_request *req)
  * handled: wait, or answer a failure Status (true: answered, the request
  * is not handled). Watch faults and drop are the caller's, after.
  */
-static bool inject_faults(struct emu_server *srv,
-			  const struct emu_request *req,
+static bool inject_faults(struct emu_server *srv, const struct emu_request *req,
 			  const struct target *t, const char *verb,
 			  struct emu_fault_hit *hit, struct emu_response *resp)
 {
@@ -1596,35 +1595,37 @@ static bool inject_faults(struct emu_server *srv,
 			;
 	}
 	if (hit->code) {
-		reply_json(resp, hit->code,
-			   emu_fault_status(hit->code, t->res, name,
-					    *hit->message ? hit->message : NULL,
-					    hit->retry_after));
+		emu_reply_json(
+			resp, hit->code,
+			emu_fault_status(hit->code, t->res, name,
+					 *hit->message ? hit->message : NULL,
+					 hit->retry_after));
 		resp->retry_after = hit->retry_after;
 		answered = true;
 	} else if (hit->expire && list) {
 		/* a watch expires in its stream, after the headers */
-		reply_json(resp, 410,
-			   emu_status_new(
-				   410, "Expired",
-				   cont && *cont
-					   ? "The provided continue parameter "
-					     "is too old to display a "
-					     "consistent list result. You can "
-					     "start a new list without the "
-					     "continue parameter, or use the "
-					     "continue token in this response "
-					     "to retrieve the remainder of the "
-					     "results. Continuing with the "
-					     "provided token results in an "
-					     "inconsistent list - objects that "
-					     "were created, modified, or "
-					     "deleted between the time the "
-					     "first chunk was returned and now "
-					     "may show up in the list."
-					   : "The resourceVersion for the "
-					     "provided list is too old.",
-				   NULL, NULL, NULL));
+		emu_reply_json(
+			resp, 410,
+			emu_status_new(
+				410, "Expired",
+				cont && *cont
+					? "The provided continue parameter "
+					  "is too old to display a "
+					  "consistent list result. You can "
+					  "start a new list without the "
+					  "continue parameter, or use the "
+					  "continue token in this response "
+					  "to retrieve the remainder of the "
+					  "results. Continuing with the "
+					  "provided token results in an "
+					  "inconsistent list - objects that "
+					  "were created, modified, or "
+					  "deleted between the time the "
+					  "first chunk was returned and now "
+					  "may show up in the list."
+					: "The resourceVersion for the "
+					  "provided list is too old.",
+				NULL, NULL, NULL));
 		answered = true;
 	}
 	free(created);
@@ -1642,7 +1643,7 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 	size_t n = 0;
 
 	if (!path) {
-		reply_status(resp, 500, "InternalError", "out of memory");
+		emu_reply_status(resp, 500, "InternalError", "out of memory");
 		return;
 	}
 	for (s = strtok_r(path, "/", &save); s;
@@ -1663,7 +1664,7 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 		goto out;
 	}
 	if (!authorized(srv, req)) {
-		reply_status(resp, 401, "Unauthorized", "Unauthorized");
+		emu_reply_status(resp, 401, "Unauthorized", "Unauthorized");
 		if (!(n >= 1 && !strcmp(seg[0], "emu")))
 			count_plain(srv, req, resp);
 		goto out;
