@@ -7,6 +7,7 @@
  * never detected: a repository cannot ask for a program to be run.
  */
 #include "renderers/render.h"
+#include "renderers/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,13 +45,6 @@ int render_kind_parse(enum render_kind *out, const char *name,
 		       name ? name : "");
 }
 
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n > m && !strcmp(s + n - m, suffix);
-}
-
 int render_detect(enum render_kind *out, const char *root, struct err *err)
 {
 	bool kustomization = false, chart = false, jsonnet = false;
@@ -79,9 +73,10 @@ int render_detect(enum render_kind *out, const char *root, struct err *err)
 			kustomization = true;
 		else if (!strcmp(n, "Chart.yaml"))
 			chart = true;
-		if (has_suffix(n, ".jsonnet"))
+		if (render_has_suffix(n, ".jsonnet"))
 			jsonnet = true;
-		else if (has_suffix(n, ".yaml") || has_suffix(n, ".yml"))
+		else if (render_has_suffix(n, ".yaml") ||
+			 render_has_suffix(n, ".yml"))
 			yaml = true;
 	}
 	if (errno) {

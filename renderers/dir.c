@@ -10,6 +10,7 @@
  * tree cannot loop.
  */
 #include "renderers/render.h"
+#include "renderers/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,7 +43,7 @@ static void walk_fail(struct walk *w, int code)
 		w->error = code;
 }
 
-static bool has_suffix(const char *s, const char *suffix)
+bool render_has_suffix(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 
@@ -51,8 +52,9 @@ static bool has_suffix(const char *s, const char *suffix)
 
 static bool is_manifest_name(const char *name)
 {
-	return has_suffix(name, ".yaml") || has_suffix(name, ".yml") ||
-	       has_suffix(name, ".json");
+	return render_has_suffix(name, ".yaml") ||
+	       render_has_suffix(name, ".yml") ||
+	       render_has_suffix(name, ".json");
 }
 
 /*
@@ -136,15 +138,15 @@ out:
 	return error;
 }
 
-static bool is_list_kind(const json_t *doc)
+bool render_is_list_kind(const json_t *doc)
 {
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
 
-	return kind && has_suffix(kind, "List") &&
+	return kind && render_has_suffix(kind, "List") &&
 	       json_is_array(json_object_get(doc, "items"));
 }
 
-static const char *value_kind(const json_t *v)
+const char *render_value_kind(const json_t *v)
 {
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
@@ -202,10 +204,10 @@ static void render_file(struct walk *w, const char *path, const char *rel)
 			walk_fail(w, err_set(w->err, ERR_INVALID,
 					     "%s:%u: document is %s, not an "
 					     "object",
-					     rel, line, value_kind(doc)));
+					     rel, line, render_value_kind(doc)));
 			continue;
 		}
-		if (!is_list_kind(doc)) {
+		if (!render_is_list_kind(doc)) {
 			buf_reset(&origin);
 			buf_addf(&origin, "%s:%u", rel, line);
 			add_object(w, doc, buf_cstr(&origin));
@@ -222,7 +224,7 @@ static void render_file(struct walk *w, const char *path, const char *rel)
 						     "%s: list item is %s, not "
 						     "an object",
 						     buf_cstr(&origin),
-						     value_kind(item)));
+						     render_value_kind(item)));
 				continue;
 			}
 			add_object(w, item, buf_cstr(&origin));

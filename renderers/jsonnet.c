@@ -26,6 +26,7 @@
  * supervision.
  */
 #include "renderers/render.h"
+#include "renderers/internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -47,13 +48,6 @@ struct jsonnet_ctx {
 	char **jpath; /* root-relative, "" or ending in '/' */
 	size_t njpath;
 };
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
 
 /*
  * Resolve `rel` (relative to the root, or absolute) and check that it lands
@@ -285,7 +279,7 @@ static int setup_jpath(struct jsonnet_ctx *c, const char *const *jpath,
 
 static int select_jsonnet(const struct dirent *d)
 {
-	return d->d_name[0] != '.' && has_suffix(d->d_name, ".jsonnet");
+	return d->d_name[0] != '.' && render_has_suffix(d->d_name, ".jsonnet");
 }
 
 /*
@@ -400,33 +394,6 @@ static int report_eval_error(const char *name, const char *msg, struct err *err)
 	return error;
 }
 
-static const char *value_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "a list";
-	case JSON_STRING:
-		return "a string";
-	case JSON_NULL:
-		return "null";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "a number";
-	}
-}
-
-static bool is_list_kind(const json_t *doc)
-{
-	const char *kind = json_string_value(json_object_get(doc, "kind"));
-
-	return kind && has_suffix(kind, "List") &&
-	       json_is_array(json_object_get(doc, "items"));
-}
-
 /* A Kubernetes object (or List) rather than a map of them. */
 static bool is_k8s_object(const json_t *v)
 {
@@ -453,7 +420,7 @@ static void add_object(struct emit *em, json_t *json, const char *origin)
 	if (!json_is_object(json)) {
 		emit_fail(em, err_set(em->err, ERR_INVALID,
 				      "%s: value is %s, not an object", origin,
-				      value_kind(json)));
+				      render_value_kind(json)));
 		return;
 	}
 	if ((error = diff_object_new(&obj, json, origin, em->err)) < 0) {
@@ -472,7 +439,7 @@ static void emit_value(struct emit *em, json_t *v, const char *origin)
 	struct buf o = BUF_INIT;
 	json_t *items;
 
-	if (!json_is_object(v) || !is_list_kind(v)) {
+	if (!json_is_object(v) || !render_is_list_kind(v)) {
 		add_object(em, v, origin);
 		return;
 	}
@@ -517,7 +484,7 @@ static void emit_output(struct emit *em, json_t *root, const char *name)
 				      "%s: output is %s; expected an object, "
 				      "a list of objects or an object of "
 				      "objects",
-				      name, value_kind(root)));
+				      name, render_value_kind(root)));
 	}
 	buf_release(&o);
 }
