@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,7 +111,7 @@ static pid_t spawn(struct test_emu *e, const char *const *extra_args)
 	const char *build = getenv("BUILD");
 	char bin[300], out[300], errp[300];
 	size_t n = 0, i;
-	pid_t pid;
+	pid_t pid, parent;
 
 	if (!build || !*build)
 		build = "build";
@@ -140,9 +141,18 @@ static pid_t spawn(struct test_emu *e, const char *const *extra_args)
 	}
 	argv[n] = NULL;
 
+	parent = getpid();
 	pid = fork();
 	if (pid == 0) {
 		int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		/*
+		 * A test process that crashes or times out never stops its
+		 * emulator: let the kernel end it with its parent.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 ||
+		    getppid() != parent)
+			_exit(127);
 		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		int fi = open("/dev/null", O_RDONLY);
 
