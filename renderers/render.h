@@ -399,4 +399,14 @@ int render_tool_env(char ***out, const char *const *extra, struct err *err);
  */
 int render_tool_program(struct buf *out, const char *cmd, struct err *err);
 
+/*
+ * Lines of the nodes of the first document of a YAML stream, for messages
+ * that point at one key (renderers/yamlpos.c). *out becomes an object
+ * mapping the JSON pointer of every node ("" for the root, "/apps/0/name")
+ * to its 1-based line; for a mapping's value that is the line of its key.
+ * Aliases are not followed. Values are read with render_parse().
+ */
+int render_yaml_lines(json_t **out, const char *data, size_t len,
+		      const char *name, struct err *err);
+
 #endif

@@ -1,0 +1,466 @@
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "syncd/config.h"
+#include "util/err.h"
+
+#define CASES "tests/cases/config/"
+
+/* Load a case that must fail; returns all messages (free them). */
+static char *load_bad(const char *name, int *code)
+{
+	struct err err = ERR_INIT;
+	struct config *cfg = (struct config *)1;
+	char *msg;
+
+	*code = config_load(&cfg, name, &err);
+	cr_assert_lt(*code, 0, "%s loaded", name);
+	cr_assert_null(cfg, "%s: partial config returned", name);
+	msg = strdup(err_msg(&err));
+	cr_assert_not_null(msg);
+	/* One line per problem; drop the last newline. */
+	if (*msg && msg[strlen(msg) - 1] == '\n')
+		msg[strlen(msg) - 1] = '\0';
+	err_release(&err);
+	return msg;
+}
+
+static struct config *load_ok(const char *name)
+{
+	struct err err = ERR_INIT;
+	struct config *cfg = NULL;
+	int rc = config_load(&cfg, name, &err);
+
+	cr_assert_eq(rc, 0, "%s: %s", name, err_msg(&err));
+	cr_assert_not_null(cfg);
+	cr_assert_eq(err_count(&err), 0);
+	err_release(&err);
+	return cfg;
+}
+
+static void check_default_app(const struct config_app *a)
+{
+	cr_assert_eq(a->source.interval_ms, 60 * 1000);
+	cr_assert_null(a->source.revision);
+	cr_assert_null(a->source.path);
+	cr_assert_null(a->source.password_file);
+	cr_assert_null(a->source.allowed_signers_file);
+	cr_assert_eq(a->render.type, RENDER_AUTO);
+	cr_assert_eq(a->render.timeout_ms, 0);
+	cr_assert(a->render.recurse);
+	cr_assert_eq(a->render.include.len, 0);
+	cr_assert_not_null(a->render.include.v);
+	cr_assert_null(a->render.include.v[0]);
+	cr_assert_eq(a->render.exclude.len, 0);
+	cr_assert_eq(a->render.helm_values.len, 0);
+	cr_assert_eq(a->render.helm_set.len, 0);
+	cr_assert_not(a->render.helm_include_crds);
+	cr_assert_null(a->render.helm_release);
+	cr_assert_null(a->render.jsonnet_file);
+	cr_assert_eq(a->render.jsonnet_jpath.len, 0);
+	cr_assert_null(a->render.plugin_command);
+	cr_assert_eq(a->render.plugin_args.len, 0);
+	cr_assert_eq(a->render.vars.len, 0);
+	cr_assert_eq(a->render.vars_files.len, 0);
+	cr_assert_eq(a->render.substitute, RENDER_SUBST_OFF);
+	cr_assert_null(a->namespace);
+	cr_assert_not(a->prune);
+	cr_assert_eq(a->prune_allow_kinds.len, 0);
+	cr_assert_not_null(a->prune_allow_kinds.v);
+	cr_assert_eq(a->prune_budget, 50);
+	cr_assert(a->self_heal);
+	cr_assert_eq(a->foreign_fields, CONFIG_FOREIGN_RESPECT);
+	cr_assert_eq(a->nignore, 0);
+}
+
+static void check_default_globals(const struct config *c)
+{
+	cr_assert_eq(c->resync_ms, 3 * 60 * 1000);
+	cr_assert_eq(c->workers, 2);
+	cr_assert_str_eq(c->field_manager, "syncd");
+	cr_assert_null(c->kubeconfig);
+	cr_assert_null(c->context);
+	cr_assert_null(c->cache_dir);
+	cr_assert_float_eq(c->qps, 50.0, 1e-9);
+	cr_assert_eq(c->burst, 100);
+	cr_assert(c->watch);
+	cr_assert_eq(c->log_format, LOG_FORMAT_LOGFMT);
+	cr_assert_eq(c->log_level, LOG_INFO);
+	cr_assert_str_eq(c->listen, ":8080");
+}
+
+Test(config, defaults)
+{
+	struct config *c = load_ok(CASES "defaults.yaml");
+
+	check_default_globals(c);
+	cr_assert_eq(c->napps, 1);
+	cr_assert_str_eq(c->apps[0].name, "only");
+	cr_assert_eq(c->apps[0].line, 2);
+	cr_assert_str_eq(c->apps[0].source.repo,
+			 "https://git.example.com/only.git");
+	check_default_app(&c->apps[0]);
+	config_free(c);
+}
+
+Test(config, empty_file_is_all_defaults)
+{
+	struct config *c = load_ok(CASES "empty.yaml");
+
+	check_default_globals(c);
+	cr_assert_eq(c->napps, 0);
+	config_free(c);
+}
+
+static void check_map(const struct config_map *m, size_t i, const char *name,
+		      const char *value)
+{
+	cr_assert_gt(m->len, i);
+	cr_assert_str_eq(m->names[i], name);
+	cr_assert_str_eq(m->values[i], value);
+}
+
+Test(config, full)
+{
+	struct config *c = load_ok(CASES "full.yaml");
+	const struct config_app *a;
+	const struct config_source *s;
+	const struct config_render *r;
+
+	cr_assert_eq(c->resync_ms, 90 * 1000);
+	cr_assert_eq(c->workers, 4);
+	cr_assert_str_eq(c->field_manager, "syncd-test");
+	/* Relative file names are taken from the file's directory. */
+	cr_assert_str_eq(c->kubeconfig, CASES "kube/config");
+	cr_assert_str_eq(c->context, "emu");
+	cr_assert_str_eq(c->cache_dir, "/var/cache/syncd-test");
+	cr_assert_float_eq(c->qps, 12.5, 1e-9);
+	cr_assert_eq(c->burst, 25);
+	cr_assert_not(c->watch);
+	cr_assert_eq(c->log_format, LOG_FORMAT_JSON);
+	cr_assert_eq(c->log_level, LOG_DEBUG);
+	cr_assert_str_eq(c->listen, "127.0.0.1:9090");
+	cr_assert_eq(c->napps, 2);
+
+	a = &c->apps[0];
+	s = &a->source;
+	r = &a->render;
+	cr_assert_str_eq(a->name, "full");
+	cr_assert_eq(a->line, 15);
+	cr_assert_str_eq(s->repo, "https://git.example.com/r.git");
+	cr_assert_str_eq(s->revision, "main");
+	cr_assert_str_eq(s->path, "apps/full");
+	cr_assert_eq(s->interval_ms, 90 * 60 * 1000);
+	cr_assert_str_eq(s->username, "deploy");
+	cr_assert_str_eq(s->username_file, "/etc/syncd/user");
+	cr_assert_str_eq(s->password_file, CASES "secrets/password");
+	cr_assert_null(s->password_env);
+	cr_assert_null(s->token_file);
+	cr_assert_str_eq(s->token_env, "GIT_TOKEN");
+	cr_assert_str_eq(s->ca_file, CASES "ca.pem");
+	cr_assert_str_eq(s->ssh_key_file, "/etc/syncd/key");
+	cr_assert_str_eq(s->ssh_passphrase_file, "/etc/syncd/pass");
+	cr_assert_str_eq(s->known_hosts_file, "/etc/syncd/known_hosts");
+	cr_assert_str_eq(s->allowed_signers_file, "/etc/syncd/signers");
+	cr_assert_str_eq(s->gpg_keyring_file, "/etc/syncd/keyring.gpg");
+
+	cr_assert_eq(r->type, RENDER_AUTO);
+	cr_assert_eq(r->timeout_ms, 120 * 1000);
+	cr_assert_eq(r->include.len, 2);
+	cr_assert_str_eq(r->include.v[0], "*.yaml");
+	cr_assert_str_eq(r->include.v[1], "*.json");
+	cr_assert_null(r->include.v[2]);
+	cr_assert_eq(r->exclude.len, 1);
+	cr_assert_str_eq(r->exclude.v[0], "skip.yaml");
+	cr_assert_not(r->recurse);
+	cr_assert_str_eq(r->helm_release, "rel");
+	cr_assert_eq(r->helm_values.len, 1);
+	cr_assert_str_eq(r->helm_values.v[0], "v1.yaml");
+	cr_assert_eq(r->helm_set.len, 2);
+	check_map(&r->helm_set, 0, "image.tag", "v2");
+	check_map(&r->helm_set, 1, "replicas", "3");
+	cr_assert(r->helm_include_crds);
+	cr_assert_str_eq(r->helm_kube_version, "1.32.0");
+	cr_assert_str_eq(r->jsonnet_file, "main.jsonnet");
+	check_map(&r->jsonnet_ext_vars, 0, "env", "prod");
+	check_map(&r->jsonnet_ext_code, 0, "num", "1+1");
+	check_map(&r->jsonnet_tlas, 0, "name", "x");
+	check_map(&r->jsonnet_tla_code, 0, "flag", "true");
+	cr_assert_eq(r->jsonnet_jpath.len, 2);
+	cr_assert_str_eq(r->jsonnet_jpath.v[1], "vendor");
+	cr_assert_str_eq(r->plugin_command, "render.sh");
+	cr_assert_eq(r->plugin_args.len, 2);
+	cr_assert_str_eq(r->plugin_args.v[0], "--a");
+	check_map(&r->plugin_env, 0, "MODE", "fast");
+	cr_assert_eq(r->vars.len, 2);
+	check_map(&r->vars, 0, "cluster", "prod");
+	check_map(&r->vars, 1, "enabled", "true");
+	cr_assert_eq(r->vars_files.len, 2);
+	cr_assert_str_eq(r->vars_files.v[0], CASES "vars.env");
+	cr_assert_str_eq(r->vars_files.v[1], "/etc/syncd/vars.env");
+	cr_assert_eq(r->substitute, RENDER_SUBST_LENIENT);
+
+	cr_assert_str_eq(a->namespace, "team-a");
+	cr_assert(a->prune);
+	cr_assert_eq(a->prune_allow_kinds.len, 2);
+	cr_assert_str_eq(a->prune_allow_kinds.v[1], "Deployment");
+	cr_assert_eq(a->prune_budget, 0);
+	cr_assert_not(a->self_heal);
+	cr_assert_eq(a->foreign_fields, CONFIG_FOREIGN_OVERRIDE);
+	cr_assert_eq(a->nignore, 2);
+	cr_assert_str_eq(a->ignore[0].group, "apps");
+	cr_assert_str_eq(a->ignore[0].kind, "Deployment");
+	cr_assert_str_eq(a->ignore[0].namespace, "team-a");
+	cr_assert_str_eq(a->ignore[0].name, "web");
+	cr_assert_eq(a->ignore[0].json_pointers.len, 2);
+	cr_assert_str_eq(a->ignore[0].json_pointers.v[1], "/metadata/labels/x");
+	cr_assert_eq(a->ignore[0].managers.len, 0);
+	cr_assert_null(a->ignore[1].kind);
+	cr_assert_eq(a->ignore[1].managers.len, 1);
+	cr_assert_str_eq(a->ignore[1].managers.v[0], "kube-controller-manager");
+	cr_assert_eq(a->ignore[1].json_pointers.len, 0);
+
+	/* The second app takes every default. */
+	cr_assert_str_eq(c->apps[1].name, "minimal");
+	cr_assert_str_eq(c->apps[1].source.repo, "/srv/git/minimal.git");
+	/* Empty strings are meaningful in ignore rules only. */
+	cr_assert_eq(c->apps[1].nignore, 1);
+	cr_assert_str_eq(c->apps[1].ignore[0].group, "");
+	cr_assert_eq(c->apps[1].ignore[0].json_pointers.len, 1);
+	cr_assert_str_eq(c->apps[1].ignore[0].json_pointers.v[0], "");
+	c->apps[1].nignore = 0;
+	check_default_app(&c->apps[1]);
+	c->apps[1].nignore = 1;
+	config_free(c);
+}
+
+Test(config, example_loads)
+{
+	struct config *c = load_ok("examples/syncd.yaml");
+
+	cr_assert_eq(c->napps, 2);
+	cr_assert_str_eq(c->apps[0].name, "web");
+	cr_assert_eq(c->apps[0].render.type, RENDER_DIRECTORY);
+	cr_assert_str_eq(c->apps[1].name, "monitoring");
+	cr_assert_eq(c->apps[1].render.type, RENDER_HELM);
+	cr_assert_eq(c->apps[1].render.substitute, RENDER_SUBST_OFF);
+	cr_assert_str_eq(c->apps[1].source.ssh_key_file,
+			 "examples/secrets/deploy-key");
+	config_free(c);
+}
+
+/* Each class of problem: every problem reported, each with its line. */
+static void expect(const char *name, int want_code, const char *want)
+{
+	int code;
+	char *msg = load_bad(name, &code);
+
+	cr_assert_eq(code, want_code, "%s: code %d", name, code);
+	cr_assert_str_eq(msg, want);
+	free(msg);
+}
+
+Test(config, unknown_keys)
+{
+	expect(CASES "bad-unknown.yaml", ERR_INVALID,
+	       CASES "bad-unknown.yaml:2: wrokers: unknown key\n" CASES
+		     "bad-unknown.yaml:7: apps[0].source.revison: "
+		     "unknown key\n" CASES
+		     "bad-unknown.yaml:10: apps[0].render.helm.relase: "
+		     "unknown key");
+}
+
+Test(config, wrong_types)
+{
+	const char *f = CASES "bad-types.yaml";
+	char want[2048];
+
+	snprintf(want, sizeof(want),
+		 "%s:1: workers: expected an integer, got a string\n"
+		 "%s:2: watch: expected a boolean, got a string\n"
+		 "%s:3: qps: expected a number, got a string\n"
+		 "%s:4: log: expected a mapping, got a string\n"
+		 "%s:8: apps[0].source.repo: expected a string, got a list\n"
+		 "%s:9: apps[0].prune: expected a boolean, got an integer\n"
+		 "%s:10: apps[0].pruneAllowKinds: expected a list, "
+		 "got a string\n"
+		 "%s:13: apps[0].render.vars.a: expected a string, "
+		 "got a list",
+		 f, f, f, f, f, f, f, f);
+	expect(f, ERR_INVALID, want);
+}
+
+Test(config, bad_values)
+{
+	const char *f = CASES "bad-values.yaml";
+	char want[4096];
+
+	snprintf(want, sizeof(want),
+		 "%s:1: resync: invalid duration \"3x\" (want e.g. 30s, 3m, "
+		 "1h)\n"
+		 "%s:2: workers: must be between 1 and 256\n"
+		 "%s:4: log.format: \"text\" is not one of logfmt, json\n"
+		 "%s:5: log.level: \"loud\" is not one of debug, info, warn, "
+		 "error\n"
+		 "%s:6: listen: \"8080\" is not [HOST]:PORT\n"
+		 "%s:8: apps[0].name: \"Bad_Name\" is not a DNS label (lower "
+		 "case letters, digits and '-', at most 63)\n"
+		 "%s:11: apps[0].source.interval: expected a duration such "
+		 "as \"30s\", got an integer\n"
+		 "%s:13: apps[0].render.type: \"ksonnet\" is not one of auto, "
+		 "directory, kustomize, helm, jsonnet, exec\n"
+		 "%s:14: apps[0].render.substitute: \"maybe\" is not one of "
+		 "off, strict, lenient\n"
+		 "%s:15: apps[0].foreignFields: \"fight\" is not one of "
+		 "respect, override, report\n"
+		 "%s:16: apps[0].pruneBudget: must be between 0 and 1000000\n"
+		 "%s:19: apps[0].ignore[0].jsonPointers[0]: \"spec/replicas\" "
+		 "is not a JSON pointer (must start with /)\n"
+		 "%s:20: apps[0].ignore[1]: needs jsonPointers or managers",
+		 f, f, f, f, f, f, f, f, f, f, f, f, f);
+	expect(f, ERR_INVALID, want);
+}
+
+Test(config, duplicate_app_names)
+{
+	expect(CASES "bad-duplicate.yaml", ERR_INVALID,
+	       CASES "bad-duplicate.yaml:8: apps[2].name: duplicate app name "
+		     "\"web\" (first at line 2)");
+}
+
+Test(config, missing_and_misplaced)
+{
+	const char *f = CASES "bad-missing.yaml";
+	char want[2048];
+
+	snprintf(want, sizeof(want),
+		 "%s:2: apps[0].name: required\n"
+		 "%s:4: apps[1].source: required\n"
+		 "%s:6: apps[2].source.repo: required\n"
+		 "%s:8: apps[2].render.plugin.command: required with type "
+		 "exec\n"
+		 "%s:15: apps[3].render.jsonnet: only used with type jsonnet",
+		 f, f, f, f, f);
+	expect(f, ERR_INVALID, want);
+}
+
+Test(config, top_level_not_a_mapping)
+{
+	expect(CASES "bad-top.yaml", ERR_INVALID,
+	       CASES "bad-top.yaml:1: top level: expected a mapping, "
+		     "got a list");
+}
+
+Test(config, unreadable_and_malformed)
+{
+	char path[] = "/tmp/syncd-config-XXXXXX";
+	int fd = mkstemp(path);
+	int code;
+	char *msg;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "a: 1\nb: [\n", 10), 10);
+	close(fd);
+	msg = load_bad(path, &code);
+	cr_assert_eq(code, ERR_PARSE);
+	cr_assert_not_null(strstr(msg, path), "%s", msg);
+	cr_assert_not_null(strstr(msg, ":3:"), "%s", msg);
+	free(msg);
+	unlink(path);
+	msg = load_bad(CASES "no-such-file.yaml", &code);
+	cr_assert_not_null(strstr(msg, "no-such-file.yaml"), "%s", msg);
+	free(msg);
+}
+
+Test(config, durations)
+{
+	uint64_t ms = 7;
+
+	cr_assert_eq(config_parse_duration("30s", &ms), 0);
+	cr_assert_eq(ms, 30000);
+	cr_assert_eq(config_parse_duration("3m", &ms), 0);
+	cr_assert_eq(ms, 180000);
+	cr_assert_eq(config_parse_duration("1h30m", &ms), 0);
+	cr_assert_eq(ms, 5400000);
+	cr_assert_eq(config_parse_duration("250ms", &ms), 0);
+	cr_assert_eq(ms, 250);
+	cr_assert_eq(config_parse_duration("0", &ms), 0);
+	cr_assert_eq(ms, 0);
+	ms = 7;
+	cr_assert_eq(config_parse_duration("", &ms), ERR_INVALID);
+	cr_assert_eq(config_parse_duration("10", &ms), ERR_INVALID);
+	cr_assert_eq(config_parse_duration("m", &ms), ERR_INVALID);
+	cr_assert_eq(config_parse_duration("1d", &ms), ERR_INVALID);
+	cr_assert_eq(config_parse_duration("-1s", &ms), ERR_INVALID);
+	cr_assert_eq(config_parse_duration("99999999999999999999h", &ms),
+		     ERR_INVALID);
+	cr_assert_eq(config_parse_duration("9000h", &ms), ERR_INVALID);
+	cr_assert_eq(ms, 7);
+}
+
+Test(config, yaml_lines)
+{
+	const char *y = "a: 1\nb:\n  - x\n  - c: 2\n    d/e: 3\n";
+	struct err err = ERR_INIT;
+	json_t *lines;
+
+	cr_assert_eq(render_yaml_lines(&lines, y, strlen(y), "t", &err), 0);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "/a")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "/b")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "/b/0")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "/b/1")), 4);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "/b/1/c")), 4);
+	cr_assert_eq(json_integer_value(json_object_get(lines, "/b/1/d~1e")),
+		     5);
+	json_decref(lines);
+	err_release(&err);
+}
+
+Test(config, substitution_default_follows_vars)
+{
+	struct config *c = load_ok(CASES "vars-default.yaml");
+
+	cr_assert_eq(c->apps[0].render.substitute, RENDER_SUBST_STRICT);
+	check_map(&c->apps[0].render.vars, 0, "a", "1");
+	/* A bare `off` is YAML 1.1 false and means off. */
+	cr_assert_eq(c->apps[1].render.substitute, RENDER_SUBST_OFF);
+	config_free(c);
+}
+
+Test(config, helm_release_checked)
+{
+	expect(CASES "bad-helm.yaml", ERR_INVALID,
+	       CASES "bad-helm.yaml:8: apps[0].render.helm.release: helm "
+		     "release name \"Not_A_Release\" is not a DNS-1123 label "
+		     "of at most 53 characters (lower case letters, digits, "
+		     "'-')");
+}
+
+Test(config, wrong_shapes)
+{
+	const char *f = CASES "bad-shapes.yaml";
+	char want[2048];
+
+	snprintf(want, sizeof(want),
+		 "%s:2: apps[0]: expected a mapping, got null\n"
+		 "%s:6: apps[1].source.verifySignatures: needs "
+		 "allowedSignersFile or gpgKeyringFile\n"
+		 "%s:7: apps[1].render: expected a mapping, got a string\n"
+		 "%s:12: apps[2].source.passwordEnv: conflicts with "
+		 "passwordFile\n"
+		 "%s:13: apps[2].ignore: expected a list, got a mapping\n"
+		 "%s:18: apps[3].source.revision: must not be empty",
+		 f, f, f, f, f, f);
+	expect(f, ERR_INVALID, want);
+}
+
+Test(config, one_document_only)
+{
+	expect(CASES "bad-multidoc.yaml", ERR_INVALID,
+	       CASES "bad-multidoc.yaml:3: more than one document");
+}
