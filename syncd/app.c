@@ -1226,12 +1226,20 @@ int app_conn_open(struct app_conn *conn, const char *kubeconfig,
 		  const char *context, const struct kube_client_options *ko,
 		  struct err *err)
 {
-	static const struct kube_client_options defaults = {0};
 	struct kube_config_options co = {kubeconfig, context, false};
+
+	return app_conn_open_with(conn, &co, ko, err);
+}
+
+int app_conn_open_with(struct app_conn *conn,
+		       const struct kube_config_options *co,
+		       const struct kube_client_options *ko, struct err *err)
+{
+	static const struct kube_client_options defaults = {0};
 	int error;
 
 	memset(conn, 0, sizeof(*conn));
-	if ((error = kube_config_load(&conn->cfg, &co, err)) < 0 ||
+	if ((error = kube_config_load(&conn->cfg, co, err)) < 0 ||
 	    (error = kube_client_new(&conn->client, &conn->cfg,
 				     ko ? ko : &defaults, err)) < 0 ||
 	    (error = kube_discovery_new(&conn->disc, conn->client, err)) < 0)

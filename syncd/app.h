@@ -152,6 +152,14 @@ int app_conn_open(struct app_conn *conn, const char *kubeconfig,
 		  struct err *err);
 
 /*
+ * app_conn_open() with every kubeconfig option (the controller prefers
+ * the in-cluster config).
+ */
+int app_conn_open_with(struct app_conn *conn,
+		       const struct kube_config_options *co,
+		       const struct kube_client_options *ko, struct err *err);
+
+/*
  * --qps and --burst into *ko: 1 when `name` was one of them, 0 when not,
  * ERR_USAGE for a bad value.
  */

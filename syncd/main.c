@@ -10,6 +10,7 @@ static const struct cli_command *const commands[] = {
 	&cli_render_command,
 	&cli_diff_command,
 	&cli_sync_command,
+	&cli_run_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,57 @@
+/*
+ * controller: `syncd run`, the level-triggered loop that keeps every app
+ * of a configuration converged.
+ *
+ * One queue (syncd/queue.h) with `workers` threads; each app has a poll
+ * timer (source.interval) and a resync timer (resync). A pass of one app:
+ *
+ *   poll its Git source (kept open between passes; a failed poll keeps
+ *   enforcing the last good commit) -> render (only when the app's tree
+ *   changed; otherwise the objects of the last render are reused) -> read
+ *   live and compare (syncd/app.c) -> with selfHeal, apply what drifted
+ *   (foreignFields decides about fields other controllers own; prune
+ *   only with prune), else only report.
+ *
+ * Every pass logs one line, and every object written one more (fields
+ * level, app, revision, object, msg). A failing app backs off (the queue
+ * does it) and never blocks the others.
+ */
+#ifndef SYNCD_CONTROLLER_H
+#define SYNCD_CONTROLLER_H
+
+#include <stdbool.h>
+
+#include "syncd/config.h"
+#include "util/err.h"
+
+struct controller;
+
+/*
+ * Connect to the cluster `cfg` names (its kubeconfig and context, else the
+ * in-cluster config, else the default kubeconfig) and prepare every app.
+ * `cfg` is borrowed and must outlive the controller. Nothing runs yet.
+ */
+int controller_new(struct controller **out, const struct config *cfg,
+		   struct err *err);
+
+/*
+ * Run every app once (in parallel on `workers` threads) and return the
+ * number of apps whose pass failed (0: all converged), or <0 when the
+ * queue could not start.
+ */
+int controller_run_once(struct controller *c, struct err *err);
+
+/*
+ * Start the loop: timers and workers run until controller_stop().
+ */
+int controller_start(struct controller *c, struct err *err);
+
+/*
+ * Stop: no new pass starts, passes in flight finish (at most `grace_ms`).
+ * 0, or ERR_TIMEOUT when a pass was still running after the grace period.
+ */
+int controller_stop(struct controller *c, unsigned grace_ms);
+
+void controller_free(struct controller *c);
+
+#endif

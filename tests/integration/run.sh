@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# syncd run against kube-emu (TLS, token) with a file:// repository made
+# here holding two apps: --once converges both; the controller applies a
+# pushed commit after the poll interval, restores an image changed with
+# kubectl edit by the next resync, leaves an HPA's replicas alone with no
+# PATCH over several resyncs, and exits 0 on SIGTERM; a bad config exits
+# 2 naming FILE:LINE. Loopback only; every wait is bounded; the emulator
+# and the controller are killed on exit.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+EMU=${BUILD:-build}/kube-emu
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]+"${pids[@]}"}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	chmod -R u+w "$tmp" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+for tool in curl jq git; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		ok "$tool not installed: run checks skipped"
+		finish
+	fi
+done
+if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
+	not_ok "$EMU or $SYNCD not built"
+	finish
+fi
+
+# --- a bad config: exit 2, every problem as FILE:LINE, nothing starts --
+cat >"$tmp/bad.yaml" <<'EOF'
+resync: 1s
+workers: two
+apps:
+  - name: a
+    source:
+      repo: file:///nonexistent
+    colour: blue
+EOF
+run_syncd run -c "$tmp/bad.yaml"
+expect_rc 2 "bad config: exit 2"
+expect_match "bad\.yaml:2:" "$errout" "bad config: the wrong type is named with its line"
+expect_match "bad\.yaml:7:" "$errout" "bad config: the unknown key is named with its line"
+
+# --- kube-emu ------------------------------------------------------------
+"$EMU" --listen 127.0.0.1:0 --tls --token T --kubeconfig-out "$tmp/kc" \
+	>"$tmp/emu.out" 2>"$tmp/emu.err" &
+pids+=("$!")
+url=
+for i in $(seq 300); do
+	url=$(sed -n 's/^listening on //p' "$tmp/emu.out")
+	if [ -n "$url" ] && [ -s "$tmp/kc" ] &&
+		curl -fsSk --max-time 2 "$url/readyz" >/dev/null 2>&1; then
+		break
+	fi
+	url=
+	sleep 0.1
+done
+if [ -z "$url" ]; then
+	not_ok "kube-emu --tls --token starts"
+	head -c 2000 "$tmp/emu.err"
+	finish
+fi
+ok "kube-emu --tls --token starts"
+sed -n 's/^ *certificate-authority-data: //p' "$tmp/kc" | base64 -d >"$tmp/ca.pem"
+
+api() {
+	local args=(-sS --max-time 10 --cacert "$tmp/ca.pem" -o "$tmp/.body"
+		-w '%{http_code}' -X "$1" -H "Authorization: Bearer T")
+	[ $# -ge 4 ] && args+=(-H "Content-Type: $3" --data-binary "$4")
+	code=$(curl "${args[@]}" "$url$2")
+	body=$(cat "$tmp/.body")
+}
+count() {
+	api GET /emu/stats
+	printf '%s' "$body" | jq --arg v "$1" --arg r "$2" \
+		'[.requests[] | select(.verb == $v and
+			($r == "*" or .resource == $r)) | .count] | add // 0'
+}
+# wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded).
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	for _ in $(seq "$n"); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- the repository: two apps ------------------------------------------
+repo="$tmp/repo"
+mkdir -p "$repo/apps/a" "$repo/apps/b"
+deploy() {
+	cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: $1
+EOF
+}
+deploy nginx:1.0 >"$repo/apps/a/deploy.yaml"
+cat >"$repo/apps/b/cm.yaml" <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  colour: blue
+EOF
+gitq() {
+	git -C "$repo" -c user.name=t -c user.email=t@example.com \
+		-c commit.gpgsign=false "$@" >/dev/null 2>&1
+}
+gitq init -b main && gitq add -A && gitq commit -m one
+if [ -z "$(git -C "$repo" rev-parse HEAD 2>/dev/null)" ]; then
+	not_ok "test repository created"
+	finish
+fi
+
+cat >"$tmp/syncd.yaml" <<EOF
+resync: 1s
+workers: 2
+kubeconfig: $tmp/kc
+cacheDir: $tmp/cache
+log:
+  format: logfmt
+  level: info
+apps:
+  - name: a
+    source:
+      repo: file://$repo
+      revision: main
+      path: apps/a
+      interval: 1s
+    namespace: default
+  - name: b
+    source:
+      repo: file://$repo
+      revision: main
+      path: apps/b
+      interval: 1s
+    namespace: default
+EOF
+D=/apis/apps/v1/namespaces/default/deployments/web
+image() {
+	api GET "$D"
+	printf '%s' "$body" | jq -r '.spec.template.spec.containers[0].image'
+}
+
+# --- --once ------------------------------------------------------------
+run_syncd run -c "$tmp/syncd.yaml" --once
+expect_rc 0 "run --once: both apps converge, exit 0"
+expect_eq "$(image)" "nginx:1.0" "run --once: app a's Deployment applied"
+api GET /api/v1/namespaces/default/configmaps/settings
+expect_eq "$(printf '%s' "$body" | jq -r .data.colour)" blue \
+	"run --once: app b's ConfigMap applied"
+expect_match 'level=info .*app=a .*revision=[0-9a-f]{40}' "$errout" \
+	"run --once: a log line per pass names the app and the revision"
+
+# A broken app fails alone: the other one still converges.
+api DELETE /api/v1/namespaces/default/configmaps/settings
+awk -v bad="file://$tmp/missing" '
+	/^  - name: a/ { ina = 1 } /^  - name: b/ { ina = 0 }
+	ina && /repo:/ { sub(/repo: .*/, "repo: " bad) } { print }' \
+	"$tmp/syncd.yaml" >"$tmp/broken.yaml"
+run_syncd run -c "$tmp/broken.yaml" --once
+expect_rc 1 "run --once with a broken app: exit 1"
+api GET /api/v1/namespaces/default/configmaps/settings
+expect_eq "$code $(printf '%s' "$body" | jq -r .data.colour)" "200 blue" \
+	"run --once: the broken app does not block the other"
+expect_match 'level=error msg="pass failed" app=a ' "$errout" \
+	"run --once: the failed pass is logged"
+
+# --- the controller -----------------------------------------------------
+"$SYNCD" run -c "$tmp/syncd.yaml" >"$tmp/run.out" 2>"$tmp/run.err" &
+run_pid=$!
+pids+=("$run_pid")
+passes() { grep -c 'msg="pass done" app=a ' "$tmp/run.err"; }
+passes_at_least() { [ "$(passes)" -ge "$1" ]; }
+wait_for 20 passes_at_least 1 || true
+
+deploy nginx:1.1 >"$repo/apps/a/deploy.yaml"
+gitq commit -am two
+image_is() { [ "$(image)" = "$1" ]; }
+if wait_for 30 image_is nginx:1.1; then
+	ok "a pushed commit is applied after the poll interval"
+else
+	not_ok "a pushed commit is applied after the poll interval: $(image)"
+fi
+
+api GET "$D"
+printf '%s' "$body" |
+	jq '.spec.template.spec.containers[0].image = "nginx:edited"' >"$tmp/edit.json"
+api PUT "$D?fieldManager=kubectl-edit" application/json "$(cat "$tmp/edit.json")"
+expect_eq "$code" 200 "kubectl edit-style update of the image"
+if wait_for 30 image_is nginx:1.1; then
+	ok "the manual edit is restored by the next resync"
+else
+	not_ok "the manual edit is restored by the next resync: $(image)"
+fi
+
+api PATCH "$D/scale?fieldManager=kube-controller-manager" \
+	application/merge-patch+json '{"spec":{"replicas":3}}'
+expect_eq "$code" 200 "HPA-style /scale patch by kube-controller-manager"
+# Let the pass that may have been running finish, then count.
+before=$(($(passes) + 1))
+wait_for 20 passes_at_least "$before" || true
+api DELETE /emu/stats
+before=$(passes)
+if wait_for 30 passes_at_least $((before + 4)); then
+	ok "several resyncs of app a ran"
+else
+	not_ok "several resyncs of app a ran: $(passes) passes, from $before"
+fi
+expect_eq "$(count patch '*') $(count update '*') $(count create '*')" \
+	"0 0 0" "the HPA's replicas: no write by syncd over the resyncs"
+api GET "$D"
+expect_eq "$(printf '%s' "$body" | jq -r '"\(.spec.replicas) \(.spec.template.spec.containers[0].image)"')" \
+	"3 nginx:1.1" "the HPA's replicas stay, the image stays healed"
+expect_match 'msg="object written" app=a revision=[0-9a-f]{40} object="?Deployment\.apps default/web' \
+	"$(cat "$tmp/run.err")" "every object written is logged with app, revision, object"
+
+kill -TERM "$run_pid"
+rc=124
+for _ in $(seq 300); do
+	if ! kill -0 "$run_pid" 2>/dev/null; then
+		wait "$run_pid"
+		rc=$?
+		break
+	fi
+	sleep 0.1
+done
+expect_rc 0 "SIGTERM: the controller exits 0"
+if grep -q 'token\|BEGIN' "$tmp/run.err"; then
+	not_ok "no secret in the log"
+else
+	ok "no secret in the log"
+fi
+finish
