@@ -11,18 +11,7 @@
 # the emulator is killed on exit.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-EMU=${BUILD:-build}/kube-emu
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]+"${pids[@]}"}"; do
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
 
 for tool in curl jq openssl; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -35,48 +24,8 @@ if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
 	finish
 fi
 
-# Start kube-emu over TLS with a token (30 s at most: openssl runs first).
-: >"$tmp/emu.out"
-"$EMU" --listen 127.0.0.1:0 --tls --token T --kubeconfig-out "$tmp/kc" \
-	>"$tmp/emu.out" 2>"$tmp/emu.err" &
-emu_pid=$!
-pids+=("$emu_pid")
-url=
-for i in $(seq 300); do
-	url=$(sed -n 's/^listening on //p' "$tmp/emu.out")
-	if [ -n "$url" ] && [ -s "$tmp/kc" ] &&
-		curl -fsSk --max-time 2 "$url/readyz" >/dev/null 2>&1; then
-		break
-	fi
-	url=
-	sleep 0.1
-done
-if [ -z "$url" ]; then
-	not_ok "kube-emu --tls --token starts"
-	head -c 2000 "$tmp/emu.err"
-	finish
-fi
-ok "kube-emu --tls --token starts"
-sed -n 's/^ *certificate-authority-data: //p' "$tmp/kc" | base64 -d >"$tmp/ca.pem"
+emu_start_tls
 
-# api METHOD PATH [CONTENT-TYPE BODY]: the API with the kubeconfig's CA
-# and token; sets $code and $body.
-api() {
-	local args=(-sS --max-time 10 --cacert "$tmp/ca.pem" -o "$tmp/.body"
-		-w '%{http_code}' -X "$1" -H "Authorization: Bearer T")
-	[ $# -ge 4 ] && args+=(-H "Content-Type: $3" --data-binary "$4")
-	code=$(curl "${args[@]}" "$url$2")
-	body=$(cat "$tmp/.body")
-}
-# count VERB RESOURCE [CODE]: requests in /emu/stats.
-count() {
-	api GET /emu/stats
-	printf '%s' "$body" | jq --arg v "$1" --arg r "$2" --arg c "${3:-}" \
-		'[.requests[] | select(.verb == $v and
-			($r == "*" or .resource == $r) and
-			($c == "" or (.code | tostring) == $c)) | .count] | add // 0'
-}
-reset_stats() { api DELETE /emu/stats; }
 # rvs: "kind/ns/name=resourceVersion" of every object of the app.
 rvs() {
 	local r

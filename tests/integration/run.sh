@@ -8,18 +8,7 @@
 # and the controller are killed on exit.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-EMU=${BUILD:-build}/kube-emu
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]+"${pids[@]}"}"; do
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
 
 for tool in curl jq git; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -48,40 +37,8 @@ expect_match "bad\.yaml:2:" "$errout" "bad config: the wrong type is named with 
 expect_match "bad\.yaml:7:" "$errout" "bad config: the unknown key is named with its line"
 
 # --- kube-emu ------------------------------------------------------------
-"$EMU" --listen 127.0.0.1:0 --tls --token T --kubeconfig-out "$tmp/kc" \
-	>"$tmp/emu.out" 2>"$tmp/emu.err" &
-pids+=("$!")
-url=
-for i in $(seq 300); do
-	url=$(sed -n 's/^listening on //p' "$tmp/emu.out")
-	if [ -n "$url" ] && [ -s "$tmp/kc" ] &&
-		curl -fsSk --max-time 2 "$url/readyz" >/dev/null 2>&1; then
-		break
-	fi
-	url=
-	sleep 0.1
-done
-if [ -z "$url" ]; then
-	not_ok "kube-emu --tls --token starts"
-	head -c 2000 "$tmp/emu.err"
-	finish
-fi
-ok "kube-emu --tls --token starts"
-sed -n 's/^ *certificate-authority-data: //p' "$tmp/kc" | base64 -d >"$tmp/ca.pem"
+emu_start_tls
 
-api() {
-	local args=(-sS --max-time 10 --cacert "$tmp/ca.pem" -o "$tmp/.body"
-		-w '%{http_code}' -X "$1" -H "Authorization: Bearer T")
-	[ $# -ge 4 ] && args+=(-H "Content-Type: $3" --data-binary "$4")
-	code=$(curl "${args[@]}" "$url$2")
-	body=$(cat "$tmp/.body")
-}
-count() {
-	api GET /emu/stats
-	printf '%s' "$body" | jq --arg v "$1" --arg r "$2" \
-		'[.requests[] | select(.verb == $v and
-			($r == "*" or .resource == $r)) | .count] | add // 0'
-}
 # wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded).
 wait_for() {
 	local n=$(($1 * 10))
