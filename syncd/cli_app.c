@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "renderers/render.h"
+#include "syncd/app.h"
 #include "syncd/cli_app.h"
 #include "util/log.h"
 #include "util/sha256.h"
@@ -58,6 +59,28 @@ int cli_app_option(struct cli_app *app, int val, const char *arg,
 			r = err_set(err, ERR_NOMEM, "out of memory");
 	}
 	return r;
+}
+
+int cli_app_path(const struct cli_app *app, int argc, char **argv,
+		 const char **path, struct err *err)
+{
+	*path = NULL;
+	if (optind < argc - 1)
+		return err_set(err, ERR_USAGE, "more than one PATH");
+	if (optind == argc && !app->source.repo)
+		return err_set(err, ERR_USAGE, "missing PATH");
+	if (optind < argc)
+		*path = argv[optind];
+	return 0;
+}
+
+char *cli_app_default_name(const struct cli_app *app, const char *path)
+{
+	const struct cli_source *s = &app->source;
+
+	return app_name_from_path(path ? path
+				  : s->subpath ? s->subpath
+					       : s->repo);
 }
 
 void cli_app_usage(FILE *f)

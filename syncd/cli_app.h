@@ -40,6 +40,21 @@ const struct option *cli_app_longopts(struct cli_app *app,
 int cli_app_option(struct cli_app *app, int val, const char *arg,
 		   struct err *err);
 
+/*
+ * The PATH operand after option parsing (argv[optind..argc)): *path gets
+ * it, or NULL with --repo. ERR_USAGE with "missing PATH" or "more than
+ * one PATH" otherwise.
+ */
+int cli_app_path(const struct cli_app *app, int argc, char **argv,
+		 const char **path, struct err *err);
+
+/*
+ * The app name when --app is not given: the last component of PATH (or
+ * of --path, or of the repository URL). Caller frees; NULL when none
+ * can be derived.
+ */
+char *cli_app_default_name(const struct cli_app *app, const char *path);
+
 /* The --help text of the app options. */
 void cli_app_usage(FILE *f);
 

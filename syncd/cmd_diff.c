@@ -509,13 +509,10 @@ static int diff_main(int argc, char **argv)
 			}
 		}
 	}
-	if (optind < argc - 1 || (optind == argc && !capp.source.repo)) {
-		rc = cli_usage_error(&cli_diff_command,
-				     optind == argc ? "missing PATH"
-						    : "more than one PATH");
+	if (cli_app_path(&capp, argc, argv, &path, &err) < 0) {
+		rc = cli_usage_error(&cli_diff_command, "%s", err_first(&err));
 		goto out;
 	}
-	path = optind < argc ? argv[optind] : NULL;
 	if (live_path && (ca.kubeconfig || ca.context || ca.name ||
 			  ca.server_side || ca.ko.qps || ca.ko.burst)) {
 		rc = cli_usage_error(&cli_diff_command,
@@ -525,9 +522,7 @@ static int diff_main(int argc, char **argv)
 		goto out;
 	}
 	if (!live_path && !ca.name) {
-		derived = app_name_from_path(path ? path
-				: capp.source.subpath ? capp.source.subpath
-						      : capp.source.repo);
+		derived = cli_app_default_name(&capp, path);
 		if (!derived) {
 			rc = cli_usage_error(&cli_diff_command,
 					     "cannot derive an app name from "

@@ -77,6 +77,7 @@ static int render_main(int argc, char **argv)
 	struct diff_objset set = DIFF_OBJSET_INIT;
 	struct err err = ERR_INIT;
 	const struct option *longopts = cli_app_longopts(&app, own);
+	const char *path;
 	bool json = false;
 	int c, r, rc = EXIT_ERROR;
 
@@ -121,14 +122,12 @@ static int render_main(int argc, char **argv)
 			}
 		}
 	}
-	if (optind < argc - 1 || (optind == argc && !app.source.repo)) {
-		rc = cli_usage_error(&cli_render_command,
-				     optind == argc ? "missing PATH"
-						    : "more than one PATH");
+	if (cli_app_path(&app, argc, argv, &path, &err) < 0) {
+		rc = cli_usage_error(&cli_render_command, "%s",
+				     err_first(&err));
 		goto out;
 	}
-	if (cli_app_load(&app, optind < argc ? argv[optind] : NULL, &set, NULL,
-			 &err) < 0) {
+	if (cli_app_load(&app, path, &set, NULL, &err) < 0) {
 		cli_print_errors(&err);
 		rc = EXIT_ERROR;
 	} else {

@@ -220,18 +220,12 @@ static int sync_main(int argc, char **argv)
 			}
 		}
 	}
-	if (optind < argc - 1 || (optind == argc && !capp.source.repo)) {
-		rc = cli_usage_error(&cli_sync_command,
-				     optind == argc ? "missing PATH"
-						    : "more than one PATH");
+	if (cli_app_path(&capp, argc, argv, &path, &err) < 0) {
+		rc = cli_usage_error(&cli_sync_command, "%s", err_first(&err));
 		goto out;
 	}
-	path = optind < argc ? argv[optind] : NULL;
 	if (!name) {
-		derived = app_name_from_path(path ? path
-					     : capp.source.subpath
-						     ? capp.source.subpath
-						     : capp.source.repo);
+		derived = cli_app_default_name(&capp, path);
 		if (!derived) {
 			rc = cli_usage_error(&cli_sync_command,
 					     "cannot derive an app name from "
