@@ -65,6 +65,9 @@ struct cmp {
 	size_t ndrop, adrop;
 	struct owned_path *gone;
 	size_t ngone, agone;
+	/* paths held by a fight (also in drop): kept live in the view */
+	struct owned_path *held;
+	size_t nheld, aheld;
 
 	bool heal;             /* some difference will be healed */
 	bool force;            /* ...and it needs force */
@@ -593,7 +596,24 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 	}
 	f.change = change;
 	f.foreign = controller && change != DIFF_REMOVED;
-	if (f.foreign && c->opts->policy != DIFF_POLICY_OVERRIDE) {
+	if (diff_path_format(&path, &text) < 0 ||
+	    !(f.path = buf_detach(&text, NULL)))
+		goto nomem;
+	/*
+	 * A field syncd would write may be held by the controller's fight
+	 * detection: writing it again would only start another round with
+	 * the manager that keeps changing it back. It is left out of the
+	 * request like a foreign field under respect, and neither heals nor
+	 * forces. Asked under policy report too, so the report shows it.
+	 */
+	if (c->opts->hold && change != DIFF_REMOVED &&
+	    !(f.foreign && c->opts->policy != DIFF_POLICY_OVERRIDE))
+		f.fight = c->opts->hold(c->opts->hold_ctx, &rep->key, f.path);
+	if (f.fight) {
+		if (drop_path(c, pe, len) < 0 ||
+		    keep_path(c, &c->held, &c->nheld, &c->aheld, pe, len) < 0)
+			goto nomem;
+	} else if (f.foreign && c->opts->policy != DIFF_POLICY_OVERRIDE) {
 		if (drop_path(c, pe, len) < 0)
 			goto nomem;
 	} else {
@@ -601,9 +621,6 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 		if (change != DIFF_REMOVED && (person || controller))
 			c->force = true;
 	}
-	if (diff_path_format(&path, &text) < 0 ||
-	    !(f.path = buf_detach(&text, NULL)))
-		goto nomem;
 	f.desired = shown_value(c, pe, len, desired, false);
 	f.live = shown_value(c, pe, len, live, true);
 	if ((desired && !f.desired) || (live && !f.live))
@@ -617,6 +634,7 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 nomem:
 	buf_release(&text);
 	free(f.path);
+	diff_fight_free(f.fight);
 	json_decref(f.desired);
 	json_decref(f.live);
 	owners_free(f.owners, f.nowners);
@@ -1389,10 +1407,23 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 	if (!out->nfields) {
 		out->state = DIFF_IN_SYNC;
 	} else {
-		out->state = DIFF_FOREIGN;
-		for (size_t i = 0; i < out->nfields; i++)
-			if (!out->fields[i].foreign)
-				out->state = DIFF_DRIFTED;
+		/*
+		 * Drifted when something syncd heals differs; a held field is
+		 * not healed, so an object with only held (and foreign)
+		 * fields is Fighting: nothing to act on until the fight
+		 * clears.
+		 */
+		bool held = false, heals = false;
+
+		for (size_t i = 0; i < out->nfields; i++) {
+			if (out->fields[i].fight)
+				held = true;
+			else if (!out->fields[i].foreign)
+				heals = true;
+		}
+		out->state = heals ? DIFF_DRIFTED
+			     : held ? DIFF_FIGHTING
+				    : DIFF_FOREIGN;
 	}
 
 	/*
@@ -1446,6 +1477,10 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 			json_decref(dv);
 			goto nomem;
 		}
+		/* A held field is not written: after the apply it is live's. */
+		for (size_t i = 0; i < c.nheld; i++)
+			diff_tree_delete(dv, c.held[i].pe, c.held[i].len,
+					 c.root_schema);
 		out->desired_view = diff_tree_merge(out->live_view, dv, c.root_schema);
 		json_decref(dv);
 		if (!out->desired_view)
@@ -1475,6 +1510,7 @@ out:
 	free(c.owned);
 	owned_paths_free(c.drop, c.ndrop);
 	owned_paths_free(c.gone, c.ngone);
+	owned_paths_free(c.held, c.nheld);
 	diff_fieldset_free(desired_set);
 	diff_fieldset_free(own_union);
 	diff_fieldset_free(want);
@@ -1520,6 +1556,7 @@ void diff_object_report_release(struct diff_object_report *rep)
 		free(f->path);
 		json_decref(f->desired);
 		json_decref(f->live);
+		diff_fight_free(f->fight);
 		owners_free(f->owners, f->nowners);
 	}
 	free(rep->fields);

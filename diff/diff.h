@@ -401,6 +401,7 @@ enum diff_state {
 	DIFF_MISSING,     /* desired, not live */
 	DIFF_ORPHAN,      /* live (in the inventory), no longer desired */
 	DIFF_FOREIGN,     /* the only differing fields are owned by controllers */
+	DIFF_FIGHTING,    /* the only fields syncd would heal are held (fights) */
 };
 
 enum diff_policy {
@@ -447,10 +448,39 @@ struct diff_options {
 	/* Key for Secret fingerprints; NULL: a random key for this process. */
 	const unsigned char *mask_key;
 	size_t mask_key_len;
+	/*
+	 * Fields held because of a fight (the controller's fight detection):
+	 * called for every differing field syncd would write (not for
+	 * foreign fields left alone, nor removals) with the object's
+	 * identity and the field's path as diff_field.path spells it. A
+	 * non-NULL result holds the field: it is reported with that fight
+	 * (the report takes ownership; diff_fight_free()), never healed,
+	 * left out of the apply request and never a reason to force. NULL:
+	 * no field is held.
+	 */
+	struct diff_fight *(*hold)(void *ctx, const struct diff_key *key,
+				   const char *path);
+	void *hold_ctx;
 };
 
 #define DIFF_OPTIONS_INIT {DIFF_OPTIONS_VERSION, NULL, DIFF_POLICY_RESPECT, \
-			   NULL, NULL, NULL, 0, NULL, 0}
+			   NULL, NULL, NULL, 0, NULL, 0, NULL, NULL}
+
+/*
+ * A fight over one field: `other` changed it back each time syncd wrote
+ * it, `changes` times in the detection window, the first at `since`.
+ */
+struct diff_fight {
+	char *self;	   /* our field manager */
+	char *other;	   /* the manager that keeps changing it back */
+	unsigned changes;  /* changes back seen in the window */
+	char *since;	   /* RFC 3339: when the field was first held */
+};
+
+/* A fight with copies of the strings; NULL when out of memory. */
+struct diff_fight *diff_fight_new(const char *self, const char *other,
+				  unsigned changes, const char *since);
+void diff_fight_free(struct diff_fight *fight);
 
 struct diff_owner {
 	char *manager;
@@ -467,6 +497,7 @@ struct diff_field {
 	json_t *desired;       /* NULL when absent; Secret values fingerprinted */
 	json_t *live;          /* NULL when absent; Secret values fingerprinted */
 	bool foreign;          /* owned by a controller (not healed under respect) */
+	struct diff_fight *fight; /* non-NULL: held, not healed (a fight) */
 	struct diff_owner *owners;
 	size_t nowners;
 };
@@ -537,8 +568,8 @@ int diff_policy_parse(const char *name, enum diff_policy *out);
 
 /* Counts by state, for summaries and exit codes. */
 struct diff_summary {
-	size_t objects, in_sync, drifted, missing, orphan, foreign;
-	size_t fields, foreign_fields, ignored_fields;
+	size_t objects, in_sync, drifted, missing, orphan, foreign, fighting;
+	size_t fields, foreign_fields, ignored_fields, fighting_fields;
 };
 
 void diff_report_summary(const struct diff_report *report,

@@ -13,7 +13,7 @@
 static const char *const state_names[] = {
 	[DIFF_IN_SYNC] = "InSync",   [DIFF_DRIFTED] = "Drifted",
 	[DIFF_MISSING] = "Missing",  [DIFF_ORPHAN] = "Orphan",
-	[DIFF_FOREIGN] = "Foreign",
+	[DIFF_FOREIGN] = "Foreign",  [DIFF_FIGHTING] = "Fighting",
 };
 
 static const char *const policy_names[] = {
@@ -54,6 +54,33 @@ int diff_policy_parse(const char *name, enum diff_policy *out)
 		}
 	}
 	return ERR_INVALID;
+}
+
+struct diff_fight *diff_fight_new(const char *self, const char *other,
+				  unsigned changes, const char *since)
+{
+	struct diff_fight *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->changes = changes;
+	if (!(f->self = strdup(self ? self : "")) ||
+	    !(f->other = strdup(other ? other : "")) ||
+	    !(f->since = strdup(since ? since : ""))) {
+		diff_fight_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void diff_fight_free(struct diff_fight *fight)
+{
+	if (!fight)
+		return;
+	free(fight->self);
+	free(fight->other);
+	free(fight->since);
+	free(fight);
 }
 
 static int cmp_keys(const void *a, const void *b)
@@ -177,24 +204,48 @@ void diff_report_summary(const struct diff_report *report,
 		case DIFF_FOREIGN:
 			s->foreign++;
 			break;
+		case DIFF_FIGHTING:
+			s->fighting++;
+			break;
 		}
 		s->fields += o->nfields;
 		s->ignored_fields += o->nignored;
-		for (size_t j = 0; j < o->nfields; j++)
-			if (o->fields[j].foreign)
+		/* A held field counts as fighting only, even if foreign. */
+		for (size_t j = 0; j < o->nfields; j++) {
+			if (o->fields[j].fight)
+				s->fighting_fields++;
+			else if (o->fields[j].foreign)
 				s->foreign_fields++;
+		}
 	}
+}
+
+/* A foreign field that is not held: taken back under override. */
+static bool overrides_foreign(const struct diff_object_report *o)
+{
+	for (size_t i = 0; i < o->nfields; i++)
+		if (o->fields[i].foreign && !o->fields[i].fight)
+			return true;
+	return false;
 }
 
 bool diff_report_has_drift(const struct diff_report *report)
 {
 	for (size_t i = 0; i < report->len; i++) {
-		enum diff_state st = report->objects[i].state;
+		const struct diff_object_report *o = &report->objects[i];
+		enum diff_state st = o->state;
 
+		/*
+		 * A Fighting object's held fields are not written: it is
+		 * drift only for the foreign fields override takes back.
+		 */
 		if (st == DIFF_DRIFTED || st == DIFF_MISSING ||
 		    st == DIFF_ORPHAN ||
 		    (st == DIFF_FOREIGN &&
-		     report->policy == DIFF_POLICY_OVERRIDE))
+		     report->policy == DIFF_POLICY_OVERRIDE) ||
+		    (st == DIFF_FIGHTING &&
+		     report->policy == DIFF_POLICY_OVERRIDE &&
+		     overrides_foreign(o)))
 			return true;
 	}
 	return false;
@@ -222,6 +273,12 @@ static json_t *owner_json(const struct diff_owner *o)
 	return j;
 }
 
+static json_t *fight_json(const struct diff_fight *f)
+{
+	return json_pack("{s:[s,s], s:I, s:s}", "managers", f->self, f->other,
+			 "changes", (json_int_t)f->changes, "since", f->since);
+}
+
 static json_t *field_json(const struct diff_field *f)
 {
 	json_t *j = json_object(), *owners = json_array();
@@ -229,7 +286,11 @@ static json_t *field_json(const struct diff_field *f)
 	json_object_set_new(j, "path", json_string(f->path));
 	json_object_set_new(j, "change", json_string(change_names[f->change]));
 	json_object_set_new(j, "owner",
-			    json_string(f->foreign ? "foreign" : "self"));
+			    json_string(f->fight     ? "fighting"
+					: f->foreign ? "foreign"
+						     : "self"));
+	if (f->fight)
+		json_object_set_new(j, "fight", fight_json(f->fight));
 	if (f->desired)
 		json_object_set(j, "desired", f->desired);
 	if (f->live)
@@ -286,13 +347,16 @@ json_t *diff_report_to_json(const struct diff_report *report)
 	json_object_set_new(j, "policy",
 			    json_string(policy_names[report->policy]));
 	json_object_set_new(j, "drift", json_boolean(diff_report_has_drift(report)));
-	sum = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	sum = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			"s:I}",
 			"objects", (json_int_t)s.objects, "inSync",
 			(json_int_t)s.in_sync, "drifted", (json_int_t)s.drifted,
 			"missing", (json_int_t)s.missing, "orphan",
 			(json_int_t)s.orphan, "foreign", (json_int_t)s.foreign,
-			"fields", (json_int_t)s.fields, "foreignFields",
-			(json_int_t)s.foreign_fields, "ignoredFields",
+			"fighting", (json_int_t)s.fighting, "fields",
+			(json_int_t)s.fields, "foreignFields",
+			(json_int_t)s.foreign_fields, "fightingFields",
+			(json_int_t)s.fighting_fields, "ignoredFields",
 			(json_int_t)s.ignored_fields);
 	json_object_set_new(j, "summary", sum);
 	for (size_t i = 0; i < report->len; i++)
@@ -334,6 +398,16 @@ static void field_text(const struct diff_report *r, const struct diff_field *f,
 	if (f->change == DIFF_REMOVED) {
 		buf_adds(out, ": applied earlier, no longer declared: "
 			      "the apply removes it");
+	} else if (f->fight) {
+		/* Held by the controller: say so before whose it is. */
+		buf_addf(out, ": %sfighting%s (%s vs %s, %u change%s since %s)",
+			 color ? C_YELLOW : "", color ? C_RESET : "",
+			 f->fight->self, f->fight->other, f->fight->changes,
+			 f->fight->changes == 1 ? "" : "s", f->fight->since);
+		if (f->nowners)
+			buf_adds(out, ", owned by ");
+		owners_text(f, out);
+		buf_adds(out, "; not written");
 	} else if (f->foreign) {
 		buf_addf(out, ": %sforeign%s, owned by ", color ? C_YELLOW : "",
 			 color ? C_RESET : "");
@@ -434,10 +508,23 @@ int diff_report_to_text(const struct diff_report *report, bool color,
 			return error;
 	}
 	diff_report_summary(report, &s);
+	/*
+	 * Fights exist only under the controller: a one-shot report keeps
+	 * the line it always had.
+	 */
+	if (!s.fighting && !s.fighting_fields)
+		return buf_addf(out,
+				"%zu objects: %zu in sync, %zu drifted, %zu "
+				"missing, %zu orphan, %zu foreign; %zu fields "
+				"differ (%zu foreign, %zu ignored)\n",
+				s.objects, s.in_sync, s.drifted, s.missing,
+				s.orphan, s.foreign, s.fields, s.foreign_fields,
+				s.ignored_fields);
 	return buf_addf(out,
 			"%zu objects: %zu in sync, %zu drifted, %zu missing, "
-			"%zu orphan, %zu foreign; %zu fields differ (%zu "
-			"foreign, %zu ignored)\n",
+			"%zu orphan, %zu foreign, %zu fighting; %zu fields "
+			"differ (%zu foreign, %zu fighting, %zu ignored)\n",
 			s.objects, s.in_sync, s.drifted, s.missing, s.orphan,
-			s.foreign, s.fields, s.foreign_fields, s.ignored_fields);
+			s.foreign, s.fighting, s.fields, s.foreign_fields,
+			s.fighting_fields, s.ignored_fields);
 }

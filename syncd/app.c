@@ -594,10 +594,17 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 			json_t *items = NULL, *item;
 			size_t k;
 
-			app->requests++;
-			error = kube_list(app->client, t->res,
-					  t->res->namespaced ? nss.v[j] : NULL,
-					  &lo, &items, NULL, err);
+			const char *ns = t->res->namespaced ? nss.v[j] : NULL;
+
+			error = app->list_hook
+					? app->list_hook(app->list_ctx, app,
+							 t->res, ns, &items)
+					: ERR_NOTFOUND;
+			if (error == ERR_NOTFOUND) {
+				app->requests++;
+				error = kube_list(app->client, t->res, ns, &lo,
+						  &items, NULL, err);
+			}
 			if (error < 0)
 				goto out;
 			json_array_foreach (items, k, item) {
@@ -887,6 +894,7 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 	const struct app_type *t = find_type(s->app, r->key.group, r->key.kind);
 	const struct kube_resource *kr = resource_of(s->app, &r->key);
 	struct err e = ERR_INIT;
+	json_t *stored = NULL;
 	int rc;
 
 	if (!r->apply) {
@@ -911,7 +919,12 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 		err_release(&e);
 		return 0;
 	}
-	rc = kube_apply(s->app->client, kr, r->apply, &ao, NULL, &e);
+	rc = kube_apply(s->app->client, kr, r->apply, &ao,
+			s->opts->applied && !s->opts->dry_run ? &stored : NULL,
+			&e);
+	if (rc >= 0 && stored)
+		s->opts->applied(s->opts->applied_ctx, &r->key, stored);
+	json_decref(stored);
 	if (rc < 0) {
 		fail(s, &r->key,
 		     err_count(&e) ? err_first(&e) : "apply failed");

@@ -47,6 +47,17 @@ struct app {
 	struct app_type *types; /* resource types the app touches */
 	size_t ntypes;
 	unsigned requests; /* LIST and GET requests sent */
+	/*
+	 * Where the labelled objects of one (resource, namespace) come from
+	 * instead of a LIST (the controller's watch cache): 0 with *items a
+	 * new array of this app's objects (read-only, they may be shared),
+	 * or ERR_NOTFOUND when not cached, and the app lists the server.
+	 * `ns` is NULL for a cluster-scoped resource. NULL: always list.
+	 */
+	int (*list_hook)(void *ctx, const struct app *app,
+			 const struct kube_resource *res, const char *ns,
+			 json_t **items);
+	void *list_ctx;
 };
 
 /*
@@ -105,6 +116,13 @@ struct app_sync_options {
 	const char *const *prune_allow; /* "Kind" or "Kind.group"; NULL-ended */
 	size_t prune_budget;		/* deletions per pass */
 	unsigned crd_wait_ms;		/* 0: 60 s */
+	/*
+	 * Called for each object an apply stored (not for dry runs) with
+	 * the server's answer; NULL: nobody is told.
+	 */
+	void (*applied)(void *ctx, const struct diff_key *key,
+			const json_t *stored);
+	void *applied_ctx;
 };
 
 struct app_sync_result {

@@ -25,8 +25,9 @@ static const char usage[] =
 	"from the cluster every resync; what drifted is applied again\n"
 	"(selfHeal), fields other controllers own are left alone\n"
 	"(foreignFields: respect). One log line per pass and per object\n"
-	"written, on stderr. SIGTERM or SIGINT: no new pass starts, the\n"
-	"passes in flight finish, exit 0.\n"
+	"written, on stderr. SIGHUP reads FILE again (a bad file keeps\n"
+	"the running configuration). SIGTERM or SIGINT: no new pass\n"
+	"starts, the passes in flight finish, exit 0.\n"
 	"\n"
 	"  -c, --config FILE          the configuration file (required)\n"
 	"      --once                 run every app once and exit\n"
@@ -35,6 +36,83 @@ static const char usage[] =
 	"Exit status: 0 (with --once: every app converged), 1 some app\n"
 	"failed (--once), 2 could not run (an invalid config: every\n"
 	"problem is printed as FILE:LINE and nothing starts).\n";
+
+/* Log every line of `err` as an error of the reload. */
+static void log_reload_errors(const struct err *err)
+{
+	const char *p = err_msg(err);
+	struct buf line = BUF_INIT;
+
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+
+		buf_reset(&line);
+		buf_add(&line, p, n);
+		log_error("reload failed, the running configuration stays",
+			  "error", buf_cstr(&line), NULL);
+		p += n + (p[n] == '\n');
+	}
+	buf_release(&line);
+}
+
+/*
+ * SIGHUP: read the file again. A bad file keeps the running controller
+ * and says why; a file that changes only apps switches them in place;
+ * one that changes global settings starts a new controller (made before
+ * the old one stops, so a failure keeps the old one running).
+ */
+static void reload(struct controller **ctl, struct config **cfg,
+		   const char *path)
+{
+	struct controller_reload_result r;
+	struct controller *fresh = NULL;
+	struct config *next = NULL;
+	struct err err = ERR_INIT;
+	char counts[96];
+
+	log_info("reloading", "config", path, NULL);
+	if (config_load(&next, path, &err) < 0)
+		goto failed;
+	if (config_same_globals(*cfg, next)) {
+		if (controller_reload(*ctl, next, &r, &err) < 0)
+			goto failed;
+		snprintf(counts, sizeof(counts),
+			 "added=%u removed=%u changed=%u unchanged=%u", r.added,
+			 r.removed, r.changed, r.unchanged);
+		log_info("config reloaded", "config", path, "apps", counts,
+			 NULL);
+		config_free(*cfg);
+		*cfg = next;
+		goto out;
+	}
+	if (controller_new(&fresh, next, &err) < 0)
+		goto failed;
+	if (controller_stop(*ctl, RUN_GRACE_MS) < 0) {
+		log_error("passes still running after the grace period", NULL);
+		fflush(NULL);
+		_exit(EXIT_ERROR);
+	}
+	controller_free(*ctl);
+	config_free(*cfg);
+	*ctl = fresh;
+	*cfg = next;
+	log_setup(stderr, next->log_format, next->log_level);
+	if (controller_start(fresh, &err) < 0) {
+		/* Only out of memory gets here; nothing would run. */
+		log_reload_errors(&err);
+		fflush(NULL);
+		_exit(EXIT_ERROR);
+	}
+	log_info("config reloaded, controller restarted", "config", path,
+		 NULL);
+	goto out;
+failed:
+	log_reload_errors(&err);
+	controller_free(fresh);
+	config_free(next);
+out:
+	err_release(&err);
+}
 
 static int run_main(int argc, char **argv)
 {
@@ -93,13 +171,19 @@ static int run_main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	if (controller_start(ctl, &err) < 0)
 		goto fail;
 	log_info("controller started", "config", path, NULL);
-	if (sigwait(&sigs, &sig) != 0)
-		sig = SIGTERM;
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			sig = SIGTERM;
+		if (sig != SIGHUP)
+			break;
+		reload(&ctl, &cfg, path);
+	}
 	log_info("stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 		 NULL);
 	if (controller_stop(ctl, RUN_GRACE_MS) < 0) {

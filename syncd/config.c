@@ -960,7 +960,12 @@ static void walk_app(struct walk *w, const json_t *obj, struct config_app *a)
 static const char *const top_keys[] = {
 	"resync",   "workers", "fieldManager", "kubeconfig", "context",
 	"cacheDir", "qps",     "burst",	       "watch",	     "log",
-	"listen",   "apps",    NULL,
+	"listen",   "apps",    "fightDetection", NULL,
+};
+static const char *const fight_keys[] = {
+	"changes",
+	"window",
+	NULL,
 };
 static const char *const log_keys[] = {
 	"format",
@@ -1019,6 +1024,14 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 	}
 	c->log_format = (enum log_format)fmt;
 	c->log_level = (enum log_level)lvl;
+	if ((v = json_object_get(root, "fightDetection"))) {
+		m = push_key(w, "fightDetection");
+		if (check_map(w, v, fight_keys)) {
+			get_uint(w, v, "changes", &c->fight_changes, 0, 1000);
+			get_duration(w, v, "window", &c->fight_window_ms, 1000);
+		}
+		pop(w, m);
+	}
 	get_str(w, root, "listen", &c->listen);
 	if (c->listen && !listen_ok(c->listen)) {
 		m = push_key(w, "listen");
@@ -1053,6 +1066,7 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 		json_t *first;
 
 		walk_app(w, item, a);
+		a->raw = json_incref(item);
 		if (a->name && (first = json_object_get(names, a->name))) {
 			struct mark mn = push_key(w, "name");
 
@@ -1090,6 +1104,7 @@ static void app_release(struct config_app *a)
 	struct config_source *s = &a->source;
 	struct config_render *r = &a->render;
 
+	json_decref(a->raw);
 	free(a->name);
 	free(a->namespace);
 	free(s->repo);
@@ -1143,6 +1158,7 @@ void config_free(struct config *cfg)
 	free(cfg->context);
 	free(cfg->cache_dir);
 	free(cfg->listen);
+	json_decref(cfg->raw_globals);
 	free(cfg);
 }
 
@@ -1193,11 +1209,20 @@ int config_load(struct config **out, const char *path, struct err *err)
 	c->qps = 50;
 	c->burst = 100;
 	c->watch = true;
+	c->fight_changes = 3;
+	c->fight_window_ms = 10 * 60 * 1000;
 	c->log_format = LOG_FORMAT_LOGFMT;
 	c->log_level = LOG_INFO;
 	/* An empty file is a config with every default and no apps. */
 	root = docs.len ? docs.items[0].value : empty;
 	walk_top(&w, root, c);
+	/* What a reload compares: the top level without the apps. */
+	if (!w.nomem && json_is_object(root)) {
+		if (!(c->raw_globals = json_copy((json_t *)root)))
+			w.nomem = true;
+		else
+			json_object_del(c->raw_globals, "apps");
+	}
 	if (!w.nomem && !c->field_manager &&
 	    !(c->field_manager = strdup("syncd")))
 		w.nomem = true;
@@ -1229,4 +1254,22 @@ out:
 	render_docs_release(&docs);
 	buf_release(&data);
 	return error;
+}
+
+static bool same_json(const json_t *a, const json_t *b)
+{
+	if (!a || !b)
+		return !a && !b;
+	return json_equal((json_t *)a, (json_t *)b);
+}
+
+bool config_same_globals(const struct config *a, const struct config *b)
+{
+	return !strcmp(a->path, b->path) &&
+	       same_json(a->raw_globals, b->raw_globals);
+}
+
+bool config_same_app(const struct config_app *a, const struct config_app *b)
+{
+	return same_json(a->raw, b->raw);
 }

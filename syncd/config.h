@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "renderers/render.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -116,6 +118,7 @@ struct config_app {
 	enum config_foreign foreign_fields; /* default respect */
 	struct config_ignore *ignore;
 	size_t nignore;
+	json_t *raw; /* the app as written (a reload compares it) */
 };
 
 struct config {
@@ -132,9 +135,27 @@ struct config {
 	enum log_format log_format; /* default logfmt */
 	enum log_level log_level;   /* default info */
 	char *listen;		    /* default ":8080" */
+	/*
+	 * fightDetection: a field changed back `changes` times (default 3;
+	 * 0: never) within `window` (default 10m) after syncd wrote it is
+	 * held, not written, until the fight ends.
+	 */
+	unsigned fight_changes;
+	uint64_t fight_window_ms;
 	struct config_app *apps;
 	size_t napps;
+	json_t *raw_globals; /* the top level less `apps`, or NULL */
 };
+
+/*
+ * Whether a reload from `a` to `b` can keep the running controller: the
+ * settings outside `apps` are the same (and the file is the same, so
+ * relative paths mean the same files).
+ */
+bool config_same_globals(const struct config *a, const struct config *b);
+
+/* Whether two apps are configured exactly alike. */
+bool config_same_app(const struct config_app *a, const struct config_app *b);
 
 /*
  * Read and check `path`. Relative file references in the file (kubeconfig,

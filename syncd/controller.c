@@ -1,19 +1,39 @@
 /*
  * controller: the `syncd run` loop (see controller.h).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "diff/diff.h"
 #include "syncd/app.h"
 #include "syncd/cli_render.h"
 #include "syncd/controller.h"
+#include "syncd/fights.h"
 #include "syncd/git.h"
 #include "syncd/queue.h"
+#include "syncd/watchcache.h"
 #include "util/log.h"
 
 /* Longest time a pass in --once mode may take before we give up. */
 #define ONCE_TIMEOUT_MS (30u * 60u * 1000u)
+
+/*
+ * A change seen by a watch runs its app this long after it (changes
+ * within it coalesce into one pass): a rollout touching many objects is
+ * one pass, and a manual edit is healed well within a second.
+ */
+#define WATCH_DEBOUNCE_MS 50u
+
+/* How long a reload waits for passes in flight. */
+#define RELOAD_GRACE_MS (5u * 60u * 1000u)
+
+/* resourceVersions of our own writes remembered to ignore their echo. */
+#define ECHO_MAX 1024
+
+/* Every labelled object is watched: one watch per type serves all apps. */
+#define WATCH_SELECTOR APP_LABEL_PART_OF
 
 /* One app's state between passes; only its own pass touches it. */
 struct ctl_app {
@@ -28,22 +48,52 @@ struct ctl_app {
 	struct diff_ignore_rule *ignore;
 	const char **prune_allow; /* NULL-ended, strings borrowed */
 	bool failed;		  /* the last pass failed */
+	struct controller *ctl;
+	char *id;		/* the ApplySet id: the part-of label value */
+	struct fights *fights;	/* NULL: fight detection off */
+	uint64_t listed_ms;	/* when a pass last listed the server */
+	bool relist;		/* this pass lists the server */
+	/*
+	 * Objects this app wrote that the watch cache may not have caught
+	 * up with: "<key>" -> resourceVersion written. Cleared by a relist.
+	 */
+	json_t *written;
 };
 
 struct controller {
 	const struct config *cfg;
 	struct app_conn conn;
-	struct ctl_app *apps;
+	struct ctl_app **apps;
 	size_t napps;
 	struct queue *q;
+	struct watchcache *wc; /* NULL: watch off */
+	/*
+	 * Guards `apps`, `q` (swapped by a reload while watch threads look
+	 * up apps) and the echo ring. Never held while calling a pass.
+	 */
+	pthread_mutex_t lock;
+	char echo[ECHO_MAX][24];
+	size_t echo_next;
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 static struct ctl_app *find_app(struct controller *c, const char *name)
 {
-	for (size_t i = 0; i < c->napps; i++)
-		if (!strcmp(c->apps[i].cfg->name, name))
-			return &c->apps[i];
-	return NULL;
+	struct ctl_app *a = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->napps && !a; i++)
+		if (!strcmp(c->apps[i]->cfg->name, name))
+			a = c->apps[i];
+	pthread_mutex_unlock(&c->lock);
+	return a;
 }
 
 static int push_list(struct cli_strv *sv, const struct config_list *l)
@@ -107,15 +157,15 @@ static int setup_render(struct cli_render *r, const struct config_render *cr,
 	return 0;
 }
 
-static int setup_app(struct ctl_app *a, const struct config_app *ca,
-		     struct err *err)
+/* What the app takes from its configuration (borrowing its strings). */
+static int setup_config(struct ctl_app *a, const struct config_app *ca,
+			struct err *err)
 {
 	size_t i;
 	int error;
 
 	a->cfg = ca;
 	a->render = (struct cli_render)CLI_RENDER_INIT;
-	a->objects = (struct diff_objset)DIFF_OBJSET_INIT;
 	if (ca->nignore &&
 	    !(a->ignore = calloc(ca->nignore, sizeof(*a->ignore))))
 		return err_set(err, ERR_NOMEM, "out of memory");
@@ -145,13 +195,97 @@ static int setup_app(struct ctl_app *a, const struct config_app *ca,
 	return 0;
 }
 
-static void release_app(struct ctl_app *a)
+static void release_config(struct ctl_app *a)
 {
-	git_source_free(a->gs);
-	diff_objset_release(&a->objects);
 	cli_render_release(&a->render);
 	free(a->ignore);
 	free(a->prune_allow);
+	a->ignore = NULL;
+	a->prune_allow = NULL;
+}
+
+static void free_app(struct ctl_app *a)
+{
+	if (!a)
+		return;
+	release_config(a);
+	git_source_free(a->gs);
+	diff_objset_release(&a->objects);
+	fights_free(a->fights);
+	json_decref(a->written);
+	free(a->id);
+	free(a);
+}
+
+static void on_fight(void *ctx, bool started, const struct diff_key *key,
+		     const char *path, const char *other, unsigned changes)
+{
+	struct ctl_app *a = ctx;
+	struct buf obj = BUF_INIT, managers = BUF_INIT;
+	char n[16];
+
+	diff_key_format(key, &obj);
+	buf_addf(&managers, "%s,%s", a->ctl->cfg->field_manager, other);
+	snprintf(n, sizeof(n), "%u", changes);
+	if (started)
+		log_warn("field fight: changed back every time syncd writes "
+			 "it; syncd stops writing it",
+			 "app", a->cfg->name, "revision", a->commit, "object",
+			 buf_cstr(&obj), "field", path, "managers",
+			 buf_cstr(&managers), "changes", n, NULL);
+	else
+		log_info("field fight over: syncd writes it again", "app",
+			 a->cfg->name, "revision", a->commit, "object",
+			 buf_cstr(&obj), "field", path, "managers",
+			 buf_cstr(&managers), NULL);
+	buf_release(&obj);
+	buf_release(&managers);
+}
+
+static const char *app_namespace(const struct controller *c,
+				 const struct config_app *ca)
+{
+	return ca->namespace ? ca->namespace : c->conn.cfg.namespace;
+}
+
+/* A new app: its configuration, ApplySet id and fight detection. */
+static int new_app(struct ctl_app **out, struct controller *c,
+		   const struct config_app *ca, struct err *err)
+{
+	struct fights_options fo = {0};
+	struct ctl_app *a;
+	struct app app;
+	int error;
+
+	*out = NULL;
+	if (!(a = calloc(1, sizeof(*a))))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	a->ctl = c;
+	a->objects = (struct diff_objset)DIFF_OBJSET_INIT;
+	if ((error = setup_config(a, ca, err)) < 0)
+		goto fail;
+	memset(&app, 0, sizeof(app));
+	error = app_init(&app, c->conn.client, c->conn.disc, ca->name,
+			 app_namespace(c, ca), c->cfg->field_manager, err);
+	if (!error && !(a->id = strdup(app.id)))
+		error = err_set(err, ERR_NOMEM, "out of memory");
+	app_release(&app);
+	if (error < 0)
+		goto fail;
+	fo.self = c->cfg->field_manager;
+	fo.changes = c->cfg->fight_changes;
+	fo.window_ms = c->cfg->fight_window_ms;
+	fo.notify = on_fight;
+	fo.ctx = a;
+	if (!(a->fights = fights_new(&fo)) || !(a->written = json_object())) {
+		error = err_set(err, ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	free_app(a);
+	return error;
 }
 
 static int open_source(struct controller *c, struct ctl_app *a,
@@ -287,6 +421,142 @@ static void log_writes(const char *app, const char *revision,
 	buf_release(&line);
 }
 
+/* "<group>/<kind>/<namespace>/<name>" of a live object, into `out`. */
+static bool object_key(const json_t *obj, struct buf *out)
+{
+	struct diff_key k;
+
+	buf_reset(out);
+	if (diff_key_from_object(&k, obj, NULL) < 0)
+		return false;
+	buf_addf(out, "%s/%s/%s/%s", k.group, k.kind, k.ns, k.name);
+	diff_key_release(&k);
+	return true;
+}
+
+/*
+ * Whether the cache's copy is older than what this app wrote last. The
+ * API server's resourceVersions are opaque, but in practice they are
+ * etcd revisions, which only grow; when either one is not a number the
+ * cache is trusted (at worst one apply that changes nothing).
+ */
+static bool older_than_written(const char *cached, const char *written)
+{
+	char *end1, *end2;
+	unsigned long long a, b;
+
+	if (!cached || !written)
+		return false;
+	a = strtoull(cached, &end1, 10);
+	b = strtoull(written, &end2, 10);
+	return !*end1 && !*end2 && end1 != cached && end2 != written && a < b;
+}
+
+static const char *rv_of(const json_t *obj)
+{
+	return json_string_value(json_object_get(
+		json_object_get(obj, "metadata"), "resourceVersion"));
+}
+
+/*
+ * The app.list_hook: this app's objects of (res, ns) from the watch cache,
+ * starting the watch the first time. A pass that relists (the first, and
+ * one per resync) and a watch not yet synced read the server instead. An
+ * object the cache still has in a version older than the one this app
+ * wrote is left out, so the app reads it with a GET.
+ */
+static int cache_list(void *ctx, const struct app *app,
+		      const struct kube_resource *res, const char *ns,
+		      json_t **items)
+{
+	struct ctl_app *a = ctx;
+	struct watchcache *wc = a->ctl->wc;
+	struct buf key = BUF_INIT;
+	json_t *all = NULL, *mine, *obj;
+	size_t i;
+
+	*items = NULL;
+	if (watchcache_watch(wc, res, ns, WATCH_SELECTOR, NULL) < 0 ||
+	    a->relist ||
+	    watchcache_list(wc, res, ns, WATCH_SELECTOR, &all, NULL) < 0)
+		return ERR_NOTFOUND;
+	if (!(mine = json_array())) {
+		json_decref(all);
+		return ERR_NOTFOUND;
+	}
+	json_array_foreach(all, i, obj)
+	{
+		const char *v = json_string_value(json_object_get(
+			json_object_get(json_object_get(obj, "metadata"),
+					"labels"),
+			APP_LABEL_PART_OF));
+		const char *w;
+
+		if (!v || strcmp(v, app->id))
+			continue;
+		if (json_object_size(a->written) && object_key(obj, &key)) {
+			w = json_string_value(
+				json_object_get(a->written, buf_cstr(&key)));
+			if (older_than_written(rv_of(obj), w))
+				continue;
+			if (w)
+				json_object_del(a->written, buf_cstr(&key));
+		}
+		json_array_append(mine, obj);
+	}
+	buf_release(&key);
+	json_decref(all);
+	*items = mine;
+	return 0;
+}
+
+/* The app.applied callback: remember the write for the echo and fights. */
+static void on_applied(void *ctx, const struct diff_key *key,
+		       const json_t *stored)
+{
+	struct ctl_app *a = ctx;
+	struct controller *c = a->ctl;
+	const char *rv = rv_of(stored);
+	struct buf k = BUF_INIT;
+
+	if (a->fights)
+		fights_written(a->fights, key);
+	if (!rv || strlen(rv) >= sizeof(c->echo[0]))
+		return;
+	buf_addf(&k, "%s/%s/%s/%s", key->group, key->kind, key->ns, key->name);
+	json_object_set_new(a->written, buf_cstr(&k), json_string(rv));
+	buf_release(&k);
+	pthread_mutex_lock(&c->lock);
+	strcpy(c->echo[c->echo_next], rv);
+	c->echo_next = (c->echo_next + 1) % ECHO_MAX;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * The watch cache's callback: a managed object changed. Our own writes'
+ * echoes are ignored; anything else runs the app soon.
+ */
+static void on_change(const char *id, const char *rv, void *ctx)
+{
+	struct controller *c = ctx;
+	char name[QUEUE_NAME_MAX + 1] = "";
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; rv && *rv && i < ECHO_MAX; i++)
+		if (!strcmp(c->echo[i], rv))
+			goto out;
+	for (size_t i = 0; i < c->napps; i++)
+		if (!strcmp(c->apps[i]->id, id)) {
+			snprintf(name, sizeof(name), "%s",
+				 c->apps[i]->cfg->name);
+			break;
+		}
+	if (*name && c->q)
+		queue_enqueue_after(c->q, name, WATCH_DEBOUNCE_MS);
+out:
+	pthread_mutex_unlock(&c->lock);
+}
+
 static enum diff_policy policy_of(enum config_foreign f)
 {
 	switch (f) {
@@ -312,8 +582,18 @@ static int pass(struct controller *c, struct ctl_app *a)
 	struct app app;
 	char counts[160];
 	bool stale = false, act;
+	uint64_t now = mono_ms();
 	int error, rc = -1;
 
+	/*
+	 * With watches on, passes read the watch cache; the first pass and
+	 * one per resync period list the server (a lost watch event only
+	 * delays convergence until then).
+	 */
+	a->relist = !c->wc || !a->listed_ms ||
+		    now - a->listed_ms >= c->cfg->resync_ms / 10 * 9;
+	if (a->relist)
+		json_object_clear(a->written);
 	memset(&app, 0, sizeof(app));
 	if ((error = load_app(c, a, &stale, &err)) < 0)
 		goto fail;
@@ -333,12 +613,33 @@ static int pass(struct controller *c, struct ctl_app *a)
 					    : c->conn.cfg.namespace,
 			      dopts.field_manager, &err)) < 0)
 		goto fail;
+	if (c->wc) {
+		app.list_hook = cache_list;
+		app.list_ctx = a;
+	}
+	if (a->fights && c->cfg->fight_changes) {
+		dopts.hold = fights_hold;
+		dopts.hold_ctx = a->fights;
+	}
 	error = app_compare(&app, &desired, &dopts, &reg, &report, a->commit,
 			    &err);
 	if (error == ERR_NOTFOUND && report)
 		err_reset(&err); /* unserved kinds fail, the rest goes on */
 	else if (error < 0)
 		goto fail;
+	if (a->relist)
+		a->listed_ms = now;
+	/*
+	 * A fight started or ended: compare again, so this pass does not
+	 * write a field found fighting, and writes one whose fight ended.
+	 */
+	if (dopts.hold && fights_observe(a->fights, report, now) > 0) {
+		diff_report_free(report);
+		report = NULL;
+		if ((error = diff_compare(&report, &desired, &app.live, reg,
+					  &dopts, a->commit, &err)) < 0)
+			goto fail;
+	}
 	act = ca->self_heal && dopts.policy != DIFF_POLICY_REPORT;
 	if (!act) {
 		if (diff_report_has_drift(report))
@@ -354,12 +655,16 @@ static int pass(struct controller *c, struct ctl_app *a)
 	so.prune = ca->prune;
 	so.prune_allow = a->prune_allow;
 	so.prune_budget = ca->prune_budget;
+	so.applied = on_applied;
+	so.applied_ctx = a;
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
 	log_writes(ca->name, a->commit, &res.log);
 	snprintf(counts, sizeof(counts),
-		 "applied=%zu unchanged=%zu pruned=%zu kept=%zu failed=%zu",
-		 res.applied, res.unchanged, res.pruned, res.kept, res.failed);
+		 "applied=%zu unchanged=%zu pruned=%zu kept=%zu failed=%zu "
+		 "fighting=%zu",
+		 res.applied, res.unchanged, res.pruned, res.kept, res.failed,
+		 a->fights ? fights_count(a->fights) : 0);
 	if (res.failed) {
 		log_error("pass failed", "app", ca->name, "revision",
 			  a->commit, "counts", counts, "error",
@@ -387,12 +692,20 @@ static int reconcile(const char *name, void *ctx)
 {
 	struct controller *c = ctx;
 	struct ctl_app *a = find_app(c, name);
+	uint64_t end;
 	int rc;
 
 	if (!a)
 		return -1;
 	rc = pass(c, a);
 	a->failed = rc != 0;
+	/* A held field is written again when its window ends: be there. */
+	if (a->fights && (end = fights_next_end_ms(a->fights, mono_ms()))) {
+		pthread_mutex_lock(&c->lock);
+		if (c->q)
+			queue_enqueue_after(c->q, name, end);
+		pthread_mutex_unlock(&c->lock);
+	}
 	return rc;
 }
 
@@ -401,12 +714,14 @@ int controller_new(struct controller **out, const struct config *cfg,
 {
 	struct kube_config_options co = {cfg->kubeconfig, cfg->context, true};
 	struct kube_client_options ko = {0};
+	struct watchcache_options wo = {0};
 	struct controller *c;
 	int error;
 
 	*out = NULL;
 	if (!(c = calloc(1, sizeof(*c))))
 		return err_set(err, ERR_NOMEM, "out of memory");
+	pthread_mutex_init(&c->lock, NULL);
 	c->cfg = cfg;
 	/*
 	 * A kubeconfig named in the file is used as is; without one the
@@ -423,10 +738,15 @@ int controller_new(struct controller **out, const struct config *cfg,
 		goto fail;
 	}
 	for (size_t i = 0; i < cfg->napps; i++) {
-		c->napps++;
-		if ((error = setup_app(&c->apps[i], &cfg->apps[i], err)) < 0)
+		if ((error = new_app(&c->apps[i], c, &cfg->apps[i], err)) < 0)
 			goto fail;
+		c->napps++;
 	}
+	wo.changed = on_change;
+	wo.ctx = c;
+	if (cfg->watch &&
+	    (error = watchcache_new(&c->wc, c->conn.client, &wo, err)) < 0)
+		goto fail;
 	*out = c;
 	return 0;
 fail:
@@ -434,26 +754,50 @@ fail:
 	return error;
 }
 
+/* A queue for the apps (timers: poll and resync; none with --once). */
 static int start_queue(struct controller *c, bool timers, struct err *err)
 {
 	struct queue_options qo = QUEUE_OPTIONS_INIT;
+	struct queue *q = NULL;
 	int error;
 
 	qo.workers = c->cfg->workers;
 	qo.reconcile = reconcile;
 	qo.ctx = c;
-	if ((error = queue_new(&c->q, &qo, err)) < 0)
+	if ((error = queue_new(&q, &qo, err)) < 0)
 		return error;
+	pthread_mutex_lock(&c->lock);
+	c->q = q;
+	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < c->napps; i++) {
-		const struct config_app *ca = c->apps[i].cfg;
+		const struct config_app *ca = c->apps[i]->cfg;
 
-		error = queue_set_app(c->q, ca->name,
+		error = queue_set_app(q, ca->name,
 				      timers ? ca->source.interval_ms : 0,
 				      timers ? c->cfg->resync_ms : 0);
 		if (error < 0)
 			return err_set(err, error, "app \"%s\": cannot queue",
 				       ca->name);
 	}
+	return 0;
+}
+
+/* Stop the queue (passes in flight finish) and forget it. */
+static int stop_queue(struct controller *c, unsigned grace_ms)
+{
+	struct queue *q;
+	int error;
+
+	if (!c->q)
+		return 0;
+	error = queue_stop(c->q, grace_ms);
+	if (error < 0)
+		return error; /* still running: the caller exits */
+	pthread_mutex_lock(&c->lock);
+	q = c->q;
+	c->q = NULL;
+	pthread_mutex_unlock(&c->lock);
+	queue_free(q);
 	return 0;
 }
 
@@ -465,9 +809,9 @@ int controller_run_once(struct controller *c, struct err *err)
 		return error;
 	if ((error = queue_wait_idle(c->q, ONCE_TIMEOUT_MS)) < 0)
 		return err_set(err, error, "apps did not finish in time");
-	queue_stop(c->q, ONCE_TIMEOUT_MS);
+	stop_queue(c, ONCE_TIMEOUT_MS);
 	for (size_t i = 0; i < c->napps; i++)
-		failed += c->apps[i].failed;
+		failed += c->apps[i]->failed;
 	return failed;
 }
 
@@ -476,9 +820,117 @@ int controller_start(struct controller *c, struct err *err)
 	return start_queue(c, true, err);
 }
 
+/* The app of the running set named `name`, or NULL. */
+static struct ctl_app *take_app(struct ctl_app **apps, size_t n,
+				const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (apps[i] && !strcmp(apps[i]->cfg->name, name)) {
+			struct ctl_app *a = apps[i];
+
+			apps[i] = NULL;
+			return a;
+		}
+	return NULL;
+}
+
+int controller_reload(struct controller *c, const struct config *cfg,
+		      struct controller_reload_result *res, struct err *err)
+{
+	struct ctl_app **apps = NULL, **old;
+	size_t nold, i;
+	int error = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (!config_same_globals(c->cfg, cfg))
+		return err_set(err, ERR_INVALID, "settings outside apps "
+			       "changed: the controller must restart");
+	if (cfg->napps && !(apps = calloc(cfg->napps, sizeof(*apps))))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	/*
+	 * New apps are made before anything stops, so a failure leaves the
+	 * running set untouched; apps configured exactly as before keep
+	 * their state (Git clone, last render, fights).
+	 */
+	for (i = 0; i < cfg->napps; i++) {
+		const struct config_app *ca = &cfg->apps[i];
+		struct ctl_app *a = find_app(c, ca->name);
+
+		if (a && config_same_app(a->cfg, ca))
+			continue;
+		if ((error = new_app(&apps[i], c, ca, err)) < 0)
+			goto fail;
+	}
+	if ((error = stop_queue(c, RELOAD_GRACE_MS)) < 0) {
+		err_set(err, error, "passes still running after %u s",
+			RELOAD_GRACE_MS / 1000);
+		goto fail;
+	}
+	old = c->apps;
+	nold = c->napps;
+	for (i = 0; i < cfg->napps; i++) {
+		struct ctl_app *prev = take_app(old, nold, cfg->apps[i].name);
+
+		if (apps[i]) {
+			if (prev)
+				res->changed++;
+			else
+				res->added++;
+			free_app(prev);
+			continue;
+		}
+		/* Unchanged: the same settings, borrowed from the new file. */
+		release_config(prev);
+		if ((error = setup_config(prev, &cfg->apps[i], err)) < 0) {
+			free_app(prev); /* out of memory: the app is lost */
+			for (size_t j = i + 1; j < cfg->napps; j++)
+				if (!apps[j])
+					apps[j] = take_app(old, nold,
+							   cfg->apps[j].name);
+			apps[i] = NULL;
+			goto swap;
+		}
+		apps[i] = prev;
+		res->unchanged++;
+	}
+swap:
+	for (i = 0; i < nold; i++)
+		if (old[i]) {
+			res->removed++;
+			free_app(old[i]);
+		}
+	free(old);
+	pthread_mutex_lock(&c->lock);
+	c->apps = apps;
+	c->napps = cfg->napps;
+	/* A failed setup above leaves a hole: close it. */
+	for (i = 0; i < c->napps;) {
+		if (c->apps[i]) {
+			i++;
+			continue;
+		}
+		memmove(&c->apps[i], &c->apps[i + 1],
+			(c->napps - i - 1) * sizeof(*c->apps));
+		c->napps--;
+	}
+	c->cfg = cfg;
+	pthread_mutex_unlock(&c->lock);
+	if (error < 0)
+		return error;
+	return start_queue(c, true, err);
+fail:
+	for (i = 0; i < cfg->napps; i++)
+		free_app(apps[i]);
+	free(apps);
+	return error;
+}
+
 int controller_stop(struct controller *c, unsigned grace_ms)
 {
-	return c->q ? queue_stop(c->q, grace_ms) : 0;
+	int error = stop_queue(c, grace_ms);
+
+	watchcache_stop(c->wc);
+	return error;
 }
 
 void controller_free(struct controller *c)
@@ -486,9 +938,11 @@ void controller_free(struct controller *c)
 	if (!c)
 		return;
 	queue_free(c->q);
+	watchcache_free(c->wc);
 	for (size_t i = 0; i < c->napps; i++)
-		release_app(&c->apps[i]);
+		free_app(c->apps[i]);
 	free(c->apps);
 	app_conn_close(&c->conn);
+	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -52,6 +52,22 @@ int controller_start(struct controller *c, struct err *err);
  */
 int controller_stop(struct controller *c, unsigned grace_ms);
 
+struct controller_reload_result {
+	unsigned added, removed, changed, unchanged;
+};
+
+/*
+ * Switch a started controller to `cfg` (SIGHUP), which must differ from
+ * the running one only in its apps (config_same_globals(); else
+ * ERR_INVALID and nothing changes): added apps start, removed apps stop
+ * (their objects stay in the cluster), changed apps start over, and
+ * unchanged apps keep their state. Passes in flight finish first. On
+ * success the controller borrows `cfg` from then on (the caller frees the
+ * old one); on failure the old configuration keeps running.
+ */
+int controller_reload(struct controller *c, const struct config *cfg,
+		      struct controller_reload_result *res, struct err *err);
+
 void controller_free(struct controller *c);
 
 #endif

@@ -232,6 +232,8 @@ static int on_event(const struct kube_watch_event *ev, void *ctx)
 	pthread_mutex_unlock(&wc->lock);
 	for (i = 0; i < json_array_size(report); i++)
 		wc->opts.changed(json_string_value(json_array_get(report, i)),
+				 strcmp(ev->type, "RELIST") ? rv_of(ev->object)
+							    : NULL,
 				 wc->opts.ctx);
 out:
 	json_decref(report);

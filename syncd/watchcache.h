@@ -16,9 +16,10 @@
  * Changes: the `changed` callback of the options is called for every
  * ADDED, MODIFIED or DELETED object carrying the inventory label
  * applyset.kubernetes.io/part-of, with the label's value (for a change
- * that moves an object from one value to another: once for each). A
- * re-list compares the new list with the cache and reports what differs
- * the same way. The callback runs on a watch thread with no cache lock
+ * that moves an object from one value to another: once for each) and the
+ * resourceVersion of the event's object (so a writer can recognise the
+ * echo of its own write). A re-list compares the new list with the cache
+ * and reports what differs the same way, without a resourceVersion. The callback runs on a watch thread with no cache lock
  * held, so it may call watchcache_list(); it must be quick (e.g. enqueue
  * the app with a debounce) and must not call watchcache_stop/free.
  *
@@ -41,7 +42,8 @@ struct watchcache;
 
 struct watchcache_options {
 	/* Called for changes of labelled objects; NULL: none. */
-	void (*changed)(const char *app_label_value, void *ctx);
+	void (*changed)(const char *app_label_value,
+			const char *resource_version, void *ctx);
 	void *ctx;
 	/* Server-side timeoutSeconds of each watch request; 0: 300. */
 	unsigned watch_timeout_s;

@@ -2,7 +2,7 @@
 # syncd run against kube-emu (TLS, token) with a file:// repository made
 # here holding two apps: --once converges both; the controller applies a
 # pushed commit after the poll interval, restores an image changed with
-# kubectl edit by the next resync, leaves an HPA's replicas alone with no
+# kubectl edit by the next resync (watch off), leaves an HPA's replicas alone with no
 # PATCH over several resyncs, and exits 0 on SIGTERM; a bad config exits
 # 2 naming FILE:LINE. Loopback only; every wait is bounded; the emulator
 # and the controller are killed on exit.
@@ -94,6 +94,7 @@ fi
 cat >"$tmp/syncd.yaml" <<EOF
 resync: 1s
 workers: 2
+watch: false
 kubeconfig: $tmp/kc
 cacheDir: $tmp/cache
 log:
@@ -168,9 +169,9 @@ printf '%s' "$body" |
 api PUT "$D?fieldManager=kubectl-edit" application/json "$(cat "$tmp/edit.json")"
 expect_eq "$code" 200 "kubectl edit-style update of the image"
 if wait_for 30 image_is nginx:1.1; then
-	ok "the manual edit is restored by the next resync"
+	ok "the manual edit is restored by the next resync (watch off)"
 else
-	not_ok "the manual edit is restored by the next resync: $(image)"
+	not_ok "the manual edit is restored by the next resync (watch off): $(image)"
 fi
 
 api PATCH "$D/scale?fieldManager=kube-controller-manager" \

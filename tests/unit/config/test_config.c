@@ -88,6 +88,8 @@ static void check_default_globals(const struct config *c)
 	cr_assert_float_eq(c->qps, 50.0, 1e-9);
 	cr_assert_eq(c->burst, 100);
 	cr_assert(c->watch);
+	cr_assert_eq(c->fight_changes, 3);
+	cr_assert_eq(c->fight_window_ms, 10 * 60 * 1000);
 	cr_assert_eq(c->log_format, LOG_FORMAT_LOGFMT);
 	cr_assert_eq(c->log_level, LOG_INFO);
 	cr_assert_str_eq(c->listen, ":8080");
@@ -141,6 +143,8 @@ Test(config, full)
 	cr_assert_float_eq(c->qps, 12.5, 1e-9);
 	cr_assert_eq(c->burst, 25);
 	cr_assert_not(c->watch);
+	cr_assert_eq(c->fight_changes, 5);
+	cr_assert_eq(c->fight_window_ms, 2 * 60 * 1000);
 	cr_assert_eq(c->log_format, LOG_FORMAT_JSON);
 	cr_assert_eq(c->log_level, LOG_DEBUG);
 	cr_assert_str_eq(c->listen, "127.0.0.1:9090");
@@ -150,7 +154,7 @@ Test(config, full)
 	s = &a->source;
 	r = &a->render;
 	cr_assert_str_eq(a->name, "full");
-	cr_assert_eq(a->line, 15);
+	cr_assert_eq(a->line, 18);
 	cr_assert_str_eq(s->repo, "https://git.example.com/r.git");
 	cr_assert_str_eq(s->revision, "main");
 	cr_assert_str_eq(s->path, "apps/full");
@@ -463,4 +467,22 @@ Test(config, one_document_only)
 {
 	expect(CASES "bad-multidoc.yaml", ERR_INVALID,
 	       CASES "bad-multidoc.yaml:3: more than one document");
+}
+
+Test(config, reload_compares_globals_and_apps)
+{
+	struct config *a = load_ok(CASES "full.yaml");
+	struct config *b = load_ok(CASES "full.yaml");
+	struct config *d = load_ok(CASES "defaults.yaml");
+
+	cr_assert(config_same_globals(a, b));
+	cr_assert(config_same_app(&a->apps[0], &b->apps[0]));
+	cr_assert_not(config_same_app(&a->apps[0], &b->apps[1]));
+	/* Another file is never "the same" (relative names differ). */
+	cr_assert_not(config_same_globals(a, d));
+	json_object_set_new(b->raw_globals, "resync", json_string("1m"));
+	cr_assert_not(config_same_globals(a, b));
+	config_free(a);
+	config_free(b);
+	config_free(d);
 }

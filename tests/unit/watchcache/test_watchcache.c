@@ -29,15 +29,32 @@ static struct err err = ERR_INIT;
 /* What the change callback heard, in order. */
 static pthread_mutex_t heard_lock = PTHREAD_MUTEX_INITIALIZER;
 static char heard[256][32];
+static char heard_rv[256][32]; /* "" for a re-list */
 static unsigned nheard;
 
-static void on_changed(const char *value, void *ctx)
+static void on_changed(const char *value, const char *rv, void *ctx)
 {
 	cr_assert_eq(ctx, &heard);
 	pthread_mutex_lock(&heard_lock);
-	if (nheard < 256)
+	if (nheard < 256) {
+		snprintf(heard_rv[nheard], sizeof(heard_rv[0]), "%s",
+			 rv ? rv : "");
 		snprintf(heard[nheard++], sizeof(heard[0]), "%s", value);
+	}
 	pthread_mutex_unlock(&heard_lock);
+}
+
+/* The resourceVersion heard with the n-th report of `value` ("" none). */
+static const char *heard_rv_of(const char *value, unsigned n)
+{
+	const char *rv = NULL;
+
+	pthread_mutex_lock(&heard_lock);
+	for (unsigned i = 0; i < nheard && !rv; i++)
+		if (!strcmp(heard[i], value) && n-- == 0)
+			rv = heard_rv[i];
+	pthread_mutex_unlock(&heard_lock);
+	return rv ? rv : "";
 }
 
 static unsigned heard_count(const char *value)
@@ -259,6 +276,13 @@ Test(watchcache, initial_sync_and_events, .init = setup)
 	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
 	wait_heard("app1", 2);
 	wait_heard("app2", 1);
+	/* An event names the version it carries: a writer knows its echo. */
+	obj = cached("ConfigMap", "default", "a");
+	cr_assert_str_eq(heard_rv_of("app1", 1),
+			 json_string_value(json_object_get(
+				 json_object_get(obj, "metadata"),
+				 "resourceVersion")));
+	json_decref(obj);
 
 	delete_cm("default", "c");
 	wait_value("default", "c", "");
