@@ -960,7 +960,22 @@ static void walk_app(struct walk *w, const json_t *obj, struct config_app *a)
 static const char *const top_keys[] = {
 	"resync",   "workers", "fieldManager", "kubeconfig", "context",
 	"cacheDir", "qps",     "burst",	       "watch",	     "log",
-	"listen",   "apps",    "fightDetection", NULL,
+	"listen",   "apps",    "fightDetection", "api", "webhook",
+	"leaderElection", "events", NULL,
+};
+static const char *const api_keys[] = {
+	"tokenFile",
+	NULL,
+};
+static const char *const webhook_keys[] = {
+	"githubSecretFile",
+	"gitlabTokenFile",
+	NULL,
+};
+static const char *const leader_keys[] = {
+	"enabled",	 "namespace",	  "leaseName",
+	"leaseDuration", "renewDeadline", "retryPeriod",
+	NULL,
 };
 static const char *const fight_keys[] = {
 	"changes",
@@ -1024,6 +1039,50 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 	}
 	c->log_format = (enum log_format)fmt;
 	c->log_level = (enum log_level)lvl;
+	if ((v = json_object_get(root, "api"))) {
+		m = push_key(w, "api");
+		if (check_map(w, v, api_keys))
+			get_file(w, v, "tokenFile", &c->api_token_file);
+		pop(w, m);
+	}
+	if ((v = json_object_get(root, "webhook"))) {
+		m = push_key(w, "webhook");
+		if (check_map(w, v, webhook_keys)) {
+			get_file(w, v, "githubSecretFile",
+				 &c->github_secret_file);
+			get_file(w, v, "gitlabTokenFile",
+				 &c->gitlab_token_file);
+		}
+		pop(w, m);
+	}
+	get_bool(w, root, "events", &c->events);
+	/* leaderElection: true, or a mapping with the details. */
+	if ((v = json_object_get(root, "leaderElection"))) {
+		if (json_is_boolean(v)) {
+			c->leader.enabled = json_is_true(v);
+		} else {
+			m = push_key(w, "leaderElection");
+			if (check_map(w, v, leader_keys)) {
+				c->leader.enabled = true;
+				get_bool(w, v, "enabled", &c->leader.enabled);
+				get_str(w, v, "namespace",
+					&c->leader.namespace);
+				get_str(w, v, "leaseName", &c->leader.name);
+				get_duration(w, v, "leaseDuration",
+					     &c->leader.lease_ms, 1000);
+				get_duration(w, v, "renewDeadline",
+					     &c->leader.renew_ms, 100);
+				get_duration(w, v, "retryPeriod",
+					     &c->leader.retry_ms, 100);
+				if (c->leader.renew_ms >= c->leader.lease_ms ||
+				    c->leader.retry_ms >= c->leader.renew_ms)
+					problem(w, "want retryPeriod < "
+						   "renewDeadline < "
+						   "leaseDuration");
+			}
+			pop(w, m);
+		}
+	}
 	if ((v = json_object_get(root, "fightDetection"))) {
 		m = push_key(w, "fightDetection");
 		if (check_map(w, v, fight_keys)) {
@@ -1158,6 +1217,11 @@ void config_free(struct config *cfg)
 	free(cfg->context);
 	free(cfg->cache_dir);
 	free(cfg->listen);
+	free(cfg->api_token_file);
+	free(cfg->github_secret_file);
+	free(cfg->gitlab_token_file);
+	free(cfg->leader.namespace);
+	free(cfg->leader.name);
 	json_decref(cfg->raw_globals);
 	free(cfg);
 }
@@ -1211,6 +1275,11 @@ int config_load(struct config **out, const char *path, struct err *err)
 	c->watch = true;
 	c->fight_changes = 3;
 	c->fight_window_ms = 10 * 60 * 1000;
+	c->events = true;
+	/* client-go's defaults. */
+	c->leader.lease_ms = 15000;
+	c->leader.renew_ms = 10000;
+	c->leader.retry_ms = 2000;
 	c->log_format = LOG_FORMAT_LOGFMT;
 	c->log_level = LOG_INFO;
 	/* An empty file is a config with every default and no apps. */

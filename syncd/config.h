@@ -142,6 +142,16 @@ struct config {
 	 */
 	unsigned fight_changes;
 	uint64_t fight_window_ms;
+	char *api_token_file;	  /* api.tokenFile: POST .../sync */
+	char *github_secret_file; /* webhook.githubSecretFile */
+	char *gitlab_token_file;  /* webhook.gitlabTokenFile */
+	bool events;		  /* Kubernetes Events; default true */
+	struct {
+		bool enabled;	 /* default false */
+		char *namespace; /* NULL: the pod's namespace, else default */
+		char *name;	 /* NULL: "syncd" */
+		uint64_t lease_ms, renew_ms, retry_ms; /* 15s, 10s, 2s */
+	} leader;
 	struct config_app *apps;
 	size_t napps;
 	json_t *raw_globals; /* the top level less `apps`, or NULL */

@@ -43,6 +43,10 @@ struct ctl_app {
 	char commit[GIT_SOURCE_OID_HEXSZ + 1]; /* last good commit */
 	char tree[GIT_SOURCE_OID_HEXSZ + 1];   /* last good tree */
 	char rendered[GIT_SOURCE_OID_HEXSZ + 1]; /* tree of `objects` */
+	char seen[GIT_SOURCE_OID_HEXSZ + 1];	 /* last commit polled */
+	unsigned source_failures; /* consecutive failed polls or renders */
+	uint64_t source_retry_ms; /* no poll before then (while stale) */
+	char *source_error;	  /* why the source last failed */
 	struct diff_objset objects; /* the last render, never modified */
 	struct cli_render render;
 	struct diff_ignore_rule *ignore;
@@ -213,6 +217,7 @@ static void free_app(struct ctl_app *a)
 	diff_objset_release(&a->objects);
 	fights_free(a->fights);
 	json_decref(a->written);
+	free(a->source_error);
 	free(a->id);
 	free(a);
 }
@@ -347,19 +352,36 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	struct diff_objset fresh = DIFF_OBJSET_INIT;
 	struct cli_render_env env = {0};
 	char *dir = NULL;
+	uint64_t now = mono_ms();
 	int error;
 
 	*stale = false;
+	/*
+	 * A source that failed is tried again after its own backoff; until
+	 * then the pass enforces the last good objects (and is no failure:
+	 * the app's resyncs and watch events go on healing drift).
+	 */
+	if (a->rendered[0] && now < a->source_retry_ms) {
+		*stale = true;
+		err_set(err, ERR_GENERIC, "%s (next try in %llu s)",
+			a->source_error ? a->source_error : "source failed",
+			(unsigned long long)(a->source_retry_ms - now + 999) /
+				1000);
+		return 0;
+	}
 	if (!a->gs && (error = open_source(c, a, err)) < 0)
-		return error;
+		goto failed;
 	memset(&r, 0, sizeof(r));
 	if ((error = git_source_poll(a->gs, &r, err)) < 0)
 		goto failed;
+	memcpy(a->seen, r.commit, sizeof(a->seen));
 	if (!strcmp(r.tree, a->rendered)) {
 		/* Same tree as the last render: nothing to render. */
 		memcpy(a->commit, r.commit, sizeof(a->commit));
 		memcpy(a->tree, r.tree, sizeof(a->tree));
 		a->polled = true;
+		a->source_failures = 0;
+		a->source_retry_ms = 0;
 		return 0;
 	}
 	if ((error = git_source_checkout(a->gs, &dir, err)) < 0)
@@ -381,11 +403,22 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 		git_source_mark_rendered(a->gs, r.tree, NULL);
 	log_info("rendered", "app", a->cfg->name, "revision", a->commit,
 		 "tree", a->tree, NULL);
+	a->source_failures = 0;
+	a->source_retry_ms = 0;
 	free(dir);
 	return 0;
 failed:
 	diff_objset_release(&fresh);
 	free(dir);
+	/* The same schedule as the queue's: 5 s doubling to 5 min, jittered. */
+	a->source_failures++;
+	a->source_retry_ms = now + queue_backoff_ms(a->source_failures,
+						    QUEUE_BACKOFF_BASE_MS,
+						    QUEUE_BACKOFF_MAX_MS) *
+					   (80 + (uint64_t)(random() % 21)) /
+					   100;
+	free(a->source_error);
+	a->source_error = strdup(err_first(err));
 	if (!a->rendered[0])
 		return error;
 	/* Keep enforcing the last good revision while the source is down. */
@@ -649,7 +682,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 			 "drift", diff_report_has_drift(report) ? "true"
 								: "false",
 			 NULL);
-		rc = stale ? -1 : 0;
+		rc = 0;
 		goto out;
 	}
 	so.prune = ca->prune;
@@ -673,10 +706,11 @@ static int pass(struct controller *c, struct ctl_app *a)
 	}
 	log_info("pass done", "app", ca->name, "revision", a->commit,
 		 "counts", counts, NULL);
-	rc = stale ? -1 : 0;
+	rc = 0;
 	goto out;
 fail:
-	log_error("pass failed", "app", ca->name, "revision", a->commit,
+	log_error("pass failed", "app", ca->name, "revision",
+		  a->commit[0] ? a->commit : a->seen,
 		  "error", err_first(&err), NULL);
 out:
 	app_sync_result_release(&res);
