@@ -885,6 +885,8 @@ static void fail(struct sync *s, const struct diff_key *k, const char *msg)
 	err_set(&s->res->failures, ERR_GENERIC, "%s: %s", buf_cstr(&s->name),
 		msg);
 	s->res->failed++;
+	if (s->opts->failed)
+		s->opts->failed(s->opts->applied_ctx, k, msg);
 }
 
 static int apply_one(struct sync *s, const struct diff_object_report *r)
@@ -1140,6 +1142,9 @@ static void prune(struct sync *s)
 			} else {
 				log_line(s, &r->key, "pruned");
 				s->res->pruned++;
+				if (s->opts->pruned)
+					s->opts->pruned(s->opts->applied_ctx,
+							o->json);
 				for (size_t j = 0; j < live->len; j++)
 					if (live->items[j] == o)
 						s->gone[j] = true;

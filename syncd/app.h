@@ -122,7 +122,11 @@ struct app_sync_options {
 	 */
 	void (*applied)(void *ctx, const struct diff_key *key,
 			const json_t *stored);
-	void *applied_ctx;
+	/* An object that could not be written or pruned, and why. */
+	void (*failed)(void *ctx, const struct diff_key *key, const char *why);
+	/* An object pruned (not for dry runs): the live object deleted. */
+	void (*pruned)(void *ctx, const json_t *live);
+	void *applied_ctx; /* the context of the three callbacks */
 };
 
 struct app_sync_result {

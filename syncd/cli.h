@@ -27,6 +27,7 @@ extern const struct cli_command cli_render_command;
 extern const struct cli_command cli_diff_command;
 extern const struct cli_command cli_sync_command;
 extern const struct cli_command cli_run_command;
+extern const struct cli_command cli_status_command;
 
 /* Print every problem in `err` to stderr as "error: ...", one per line. */
 void cli_print_errors(const struct err *err);

@@ -12,6 +12,8 @@
 #include "syncd/cli.h"
 #include "syncd/config.h"
 #include "syncd/controller.h"
+#include "syncd/httpd.h"
+#include "syncd/metrics.h"
 #include "util/log.h"
 
 /* How long passes in flight may take to finish after SIGTERM. */
@@ -56,47 +58,172 @@ static void log_reload_errors(const struct err *err)
 }
 
 /*
+ * What the HTTP endpoint talks to: the controller running now. A reload
+ * that makes a new controller swaps it under the write lock.
+ */
+struct runner {
+	pthread_rwlock_t lock;
+	struct controller *ctl;
+	struct config *cfg;
+	struct metrics *metrics;
+	struct httpd *httpd;
+};
+
+static bool h_ready(void *ctx, struct buf *why)
+{
+	struct runner *r = ctx;
+	bool ok;
+
+	pthread_rwlock_rdlock(&r->lock);
+	ok = controller_ready(r->ctl, why);
+	pthread_rwlock_unlock(&r->lock);
+	return ok;
+}
+
+static json_t *h_apps(void *ctx)
+{
+	struct runner *r = ctx;
+	json_t *doc;
+
+	pthread_rwlock_rdlock(&r->lock);
+	doc = controller_apps_json(r->ctl);
+	pthread_rwlock_unlock(&r->lock);
+	return doc;
+}
+
+static json_t *h_app(void *ctx, const char *name)
+{
+	struct runner *r = ctx;
+	json_t *doc;
+
+	pthread_rwlock_rdlock(&r->lock);
+	doc = controller_app_json(r->ctl, name);
+	pthread_rwlock_unlock(&r->lock);
+	return doc;
+}
+
+static int h_sync(void *ctx, const char *name)
+{
+	struct runner *r = ctx;
+	int error;
+
+	pthread_rwlock_rdlock(&r->lock);
+	error = controller_sync_now(r->ctl, name);
+	pthread_rwlock_unlock(&r->lock);
+	if (!error)
+		log_info("pass requested over HTTP", "app", name, NULL);
+	return error;
+}
+
+static int h_push(void *ctx, const char *const *urls, size_t nurls,
+		  const char *branch)
+{
+	struct runner *r = ctx;
+	char n[16];
+	int count;
+
+	pthread_rwlock_rdlock(&r->lock);
+	count = controller_push(r->ctl, urls, nurls, branch);
+	pthread_rwlock_unlock(&r->lock);
+	snprintf(n, sizeof(n), "%d", count);
+	log_info("push event", "repo", nurls ? urls[0] : "", "branch", branch,
+		 "apps", n, NULL);
+	return count;
+}
+
+static void collect(struct metrics *m, void *ctx)
+{
+	struct runner *r = ctx;
+
+	(void)m;
+	pthread_rwlock_rdlock(&r->lock);
+	controller_collect(r->ctl);
+	pthread_rwlock_unlock(&r->lock);
+}
+
+static bool same_opt(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Start the endpoint of `cfg`. */
+static int start_http(struct runner *r, const struct config *cfg,
+		      struct err *err)
+{
+	struct httpd_handlers h = {r,	   h_ready, h_apps,
+				   h_app, h_sync,  h_push};
+	struct httpd_options o = {0};
+	char port[16];
+	int error;
+
+	o.listen = cfg->listen;
+	o.metrics = r->metrics;
+	o.api_token_file = cfg->api_token_file;
+	o.github_secret_file = cfg->github_secret_file;
+	o.gitlab_token_file = cfg->gitlab_token_file;
+	if ((error = httpd_start(&r->httpd, &h, &o, err)) < 0)
+		return error;
+	snprintf(port, sizeof(port), "%u", httpd_port(r->httpd));
+	log_info("serving HTTP", "listen", cfg->listen, "port", port, NULL);
+	return 0;
+}
+
+/*
  * SIGHUP: read the file again. A bad file keeps the running controller
  * and says why; a file that changes only apps switches them in place;
  * one that changes global settings starts a new controller (made before
- * the old one stops, so a failure keeps the old one running).
+ * the old one stops, so a failure keeps the old one running), and a new
+ * HTTP endpoint when its settings changed.
  */
-static void reload(struct controller **ctl, struct config **cfg,
-		   const char *path)
+static void reload(struct runner *run, const char *path)
 {
 	struct controller_reload_result r;
-	struct controller *fresh = NULL;
-	struct config *next = NULL;
+	struct controller *fresh = NULL, *old;
+	struct config *next = NULL, *prev = run->cfg;
 	struct err err = ERR_INIT;
 	char counts[96];
 
 	log_info("reloading", "config", path, NULL);
 	if (config_load(&next, path, &err) < 0)
 		goto failed;
-	if (config_same_globals(*cfg, next)) {
-		if (controller_reload(*ctl, next, &r, &err) < 0)
+	if (config_same_globals(prev, next)) {
+		if (controller_reload(run->ctl, next, &r, &err) < 0)
 			goto failed;
 		snprintf(counts, sizeof(counts),
 			 "added=%u removed=%u changed=%u unchanged=%u", r.added,
 			 r.removed, r.changed, r.unchanged);
 		log_info("config reloaded", "config", path, "apps", counts,
 			 NULL);
-		config_free(*cfg);
-		*cfg = next;
+		run->cfg = next;
+		config_free(prev);
 		goto out;
 	}
-	if (controller_new(&fresh, next, &err) < 0)
+	if (controller_new(&fresh, next, run->metrics, &err) < 0)
 		goto failed;
-	if (controller_stop(*ctl, RUN_GRACE_MS) < 0) {
+	if (controller_stop(run->ctl, RUN_GRACE_MS) < 0) {
 		log_error("passes still running after the grace period", NULL);
 		fflush(NULL);
 		_exit(EXIT_ERROR);
 	}
-	controller_free(*ctl);
-	config_free(*cfg);
-	*ctl = fresh;
-	*cfg = next;
+	pthread_rwlock_wrlock(&run->lock);
+	old = run->ctl;
+	run->ctl = fresh;
+	run->cfg = next;
+	pthread_rwlock_unlock(&run->lock);
+	controller_free(old);
 	log_setup(stderr, next->log_format, next->log_level);
+	if (!same_opt(prev->listen, next->listen) ||
+	    !same_opt(prev->api_token_file, next->api_token_file) ||
+	    !same_opt(prev->github_secret_file, next->github_secret_file) ||
+	    !same_opt(prev->gitlab_token_file, next->gitlab_token_file)) {
+		httpd_stop(run->httpd);
+		run->httpd = NULL;
+		if (start_http(run, next, &err) < 0) {
+			log_reload_errors(&err);
+			err_reset(&err);
+		}
+	}
+	config_free(prev);
 	if (controller_start(fresh, &err) < 0) {
 		/* Only out of memory gets here; nothing would run. */
 		log_reload_errors(&err);
@@ -122,14 +249,14 @@ static int run_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct config *cfg = NULL;
-	struct controller *ctl = NULL;
+	struct runner run = {.ctl = NULL};
 	struct err err = ERR_INIT;
 	const char *path = NULL;
 	bool once = false;
 	sigset_t sigs;
 	int c, sig, r, rc = EXIT_ERROR;
 
+	pthread_rwlock_init(&run.lock, NULL);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -151,22 +278,27 @@ static int run_main(int argc, char **argv)
 				       argv[optind]);
 	if (!path)
 		return cli_usage_error(&cli_run_command, "missing -c FILE");
-	if (config_load(&cfg, path, &err) < 0)
+	if (config_load(&run.cfg, path, &err) < 0)
 		goto fail;
-	log_setup(stderr, cfg->log_format, cfg->log_level);
-
-	if (controller_new(&ctl, cfg, &err) < 0)
+	log_setup(stderr, run.cfg->log_format, run.cfg->log_level);
+	if (!once && !(run.metrics = metrics_new())) {
+		err_set(&err, ERR_NOMEM, "out of memory");
 		goto fail;
+	}
+	if (controller_new(&run.ctl, run.cfg, run.metrics, &err) < 0)
+		goto fail;
+	if (run.metrics)
+		metrics_set_collector(run.metrics, collect, &run);
 	if (once) {
-		r = controller_run_once(ctl, &err);
+		r = controller_run_once(run.ctl, &err);
 		if (r < 0)
 			goto fail;
 		rc = r ? EXIT_RESULT : EXIT_OK;
 		goto out;
 	}
 	/*
-	 * Block the stop signals before any thread starts, so that every
-	 * thread inherits the mask and only sigwait() below receives them.
+	 * Block the signals before any thread starts, so that every thread
+	 * inherits the mask and only sigwait() below receives them.
 	 */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
@@ -174,7 +306,9 @@ static int run_main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	if (controller_start(ctl, &err) < 0)
+	if (start_http(&run, run.cfg, &err) < 0)
+		goto fail;
+	if (controller_start(run.ctl, &err) < 0)
 		goto fail;
 	log_info("controller started", "config", path, NULL);
 	for (;;) {
@@ -182,11 +316,11 @@ static int run_main(int argc, char **argv)
 			sig = SIGTERM;
 		if (sig != SIGHUP)
 			break;
-		reload(&ctl, &cfg, path);
+		reload(&run, path);
 	}
 	log_info("stopping", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 		 NULL);
-	if (controller_stop(ctl, RUN_GRACE_MS) < 0) {
+	if (controller_stop(run.ctl, RUN_GRACE_MS) < 0) {
 		/* Past the grace period: exit without waiting any longer. */
 		log_error("passes still running after the grace period", NULL);
 		fflush(NULL);
@@ -199,8 +333,11 @@ fail:
 	cli_print_errors(&err);
 	rc = EXIT_ERROR;
 out:
-	controller_free(ctl);
-	config_free(cfg);
+	httpd_stop(run.httpd);
+	controller_free(run.ctl);
+	config_free(run.cfg);
+	metrics_free(run.metrics);
+	pthread_rwlock_destroy(&run.lock);
 	err_release(&err);
 	return rc;
 }

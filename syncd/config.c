@@ -1007,7 +1007,7 @@ static bool listen_ok(const char *s)
 		return false;
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	return !errno && !*end && port >= 1 && port <= 65535 &&
+	return !errno && !*end && port >= 0 && port <= 65535 &&
 	       isdigit((unsigned char)colon[1]);
 }
 

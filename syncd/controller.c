@@ -10,6 +10,7 @@
 #include "syncd/app.h"
 #include "syncd/cli_render.h"
 #include "syncd/controller.h"
+#include "syncd/controller_int.h"
 #include "syncd/fights.h"
 #include "syncd/git.h"
 #include "syncd/queue.h"
@@ -29,58 +30,10 @@
 /* How long a reload waits for passes in flight. */
 #define RELOAD_GRACE_MS (5u * 60u * 1000u)
 
-/* resourceVersions of our own writes remembered to ignore their echo. */
-#define ECHO_MAX 1024
-
 /* Every labelled object is watched: one watch per type serves all apps. */
 #define WATCH_SELECTOR APP_LABEL_PART_OF
 
-/* One app's state between passes; only its own pass touches it. */
-struct ctl_app {
-	const struct config_app *cfg;
-	struct git_source *gs;
-	bool polled;			       /* a poll succeeded once */
-	char commit[GIT_SOURCE_OID_HEXSZ + 1]; /* last good commit */
-	char tree[GIT_SOURCE_OID_HEXSZ + 1];   /* last good tree */
-	char rendered[GIT_SOURCE_OID_HEXSZ + 1]; /* tree of `objects` */
-	char seen[GIT_SOURCE_OID_HEXSZ + 1];	 /* last commit polled */
-	unsigned source_failures; /* consecutive failed polls or renders */
-	uint64_t source_retry_ms; /* no poll before then (while stale) */
-	char *source_error;	  /* why the source last failed */
-	struct diff_objset objects; /* the last render, never modified */
-	struct cli_render render;
-	struct diff_ignore_rule *ignore;
-	const char **prune_allow; /* NULL-ended, strings borrowed */
-	bool failed;		  /* the last pass failed */
-	struct controller *ctl;
-	char *id;		/* the ApplySet id: the part-of label value */
-	struct fights *fights;	/* NULL: fight detection off */
-	uint64_t listed_ms;	/* when a pass last listed the server */
-	bool relist;		/* this pass lists the server */
-	/*
-	 * Objects this app wrote that the watch cache may not have caught
-	 * up with: "<key>" -> resourceVersion written. Cleared by a relist.
-	 */
-	json_t *written;
-};
-
-struct controller {
-	const struct config *cfg;
-	struct app_conn conn;
-	struct ctl_app **apps;
-	size_t napps;
-	struct queue *q;
-	struct watchcache *wc; /* NULL: watch off */
-	/*
-	 * Guards `apps`, `q` (swapped by a reload while watch threads look
-	 * up apps) and the echo ring. Never held while calling a pass.
-	 */
-	pthread_mutex_t lock;
-	char echo[ECHO_MAX][24];
-	size_t echo_next;
-};
-
-static uint64_t mono_ms(void)
+uint64_t ctl_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -213,6 +166,7 @@ static void free_app(struct ctl_app *a)
 	if (!a)
 		return;
 	release_config(a);
+	ctl_status_release(a);
 	git_source_free(a->gs);
 	diff_objset_release(&a->objects);
 	fights_free(a->fights);
@@ -232,13 +186,14 @@ static void on_fight(void *ctx, bool started, const struct diff_key *key,
 	diff_key_format(key, &obj);
 	buf_addf(&managers, "%s,%s", a->ctl->cfg->field_manager, other);
 	snprintf(n, sizeof(n), "%u", changes);
-	if (started)
+	if (started) {
 		log_warn("field fight: changed back every time syncd writes "
 			 "it; syncd stops writing it",
 			 "app", a->cfg->name, "revision", a->commit, "object",
 			 buf_cstr(&obj), "field", path, "managers",
 			 buf_cstr(&managers), "changes", n, NULL);
-	else
+		ctl_event_fight(a, key, path, other);
+	} else
 		log_info("field fight over: syncd writes it again", "app",
 			 a->cfg->name, "revision", a->commit, "object",
 			 buf_cstr(&obj), "field", path, "managers",
@@ -267,6 +222,10 @@ static int new_app(struct ctl_app **out, struct controller *c,
 		return err_set(err, ERR_NOMEM, "out of memory");
 	a->ctl = c;
 	a->objects = (struct diff_objset)DIFF_OBJSET_INIT;
+	if (ctl_status_init(a) < 0) {
+		error = err_set(err, ERR_NOMEM, "out of memory");
+		goto fail;
+	}
 	if ((error = setup_config(a, ca, err)) < 0)
 		goto fail;
 	memset(&app, 0, sizeof(app));
@@ -352,10 +311,19 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	struct diff_objset fresh = DIFF_OBJSET_INIT;
 	struct cli_render_env env = {0};
 	char *dir = NULL;
-	uint64_t now = mono_ms();
+	uint64_t now = ctl_mono_ms();
 	int error;
 
 	*stale = false;
+	/*
+	 * The source is polled on its own timer (source.interval), or when
+	 * asked (a push webhook, a sync request); passes run by watch events
+	 * and resyncs use the commit of the last poll.
+	 */
+	if (a->rendered[0] && !a->force_poll && a->polled_ms &&
+	    now - a->polled_ms < a->cfg->source.interval_ms / 10 * 9)
+		return 0;
+	a->force_poll = false;
 	/*
 	 * A source that failed is tried again after its own backoff; until
 	 * then the pass enforces the last good objects (and is no failure:
@@ -372,8 +340,13 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	if (!a->gs && (error = open_source(c, a, err)) < 0)
 		goto failed;
 	memset(&r, 0, sizeof(r));
-	if ((error = git_source_poll(a->gs, &r, err)) < 0)
+	error = git_source_poll(a->gs, &r, err);
+	a->polled_ms = now;
+	ctl_count_git(c, "poll", error >= 0);
+	if (error < 0)
 		goto failed;
+	if (r.fetched)
+		ctl_count_git(c, "fetch", true);
 	memcpy(a->seen, r.commit, sizeof(a->seen));
 	if (!strcmp(r.tree, a->rendered)) {
 		/* Same tree as the last render: nothing to render. */
@@ -554,6 +527,7 @@ static void on_applied(void *ctx, const struct diff_key *key,
 
 	if (a->fights)
 		fights_written(a->fights, key);
+	ctl_event_applied(a, key, stored);
 	if (!rv || strlen(rv) >= sizeof(c->echo[0]))
 		return;
 	buf_addf(&k, "%s/%s/%s/%s", key->group, key->kind, key->ns, key->name);
@@ -563,6 +537,16 @@ static void on_applied(void *ctx, const struct diff_key *key,
 	strcpy(c->echo[c->echo_next], rv);
 	c->echo_next = (c->echo_next + 1) % ECHO_MAX;
 	pthread_mutex_unlock(&c->lock);
+}
+
+static void on_failed(void *ctx, const struct diff_key *key, const char *why)
+{
+	ctl_event_failed(ctx, key, why);
+}
+
+static void on_pruned(void *ctx, const json_t *live)
+{
+	ctl_event_pruned(ctx, live);
 }
 
 /*
@@ -614,9 +598,13 @@ static int pass(struct controller *c, struct ctl_app *a)
 	struct err err = ERR_INIT;
 	struct app app;
 	char counts[160];
-	bool stale = false, act;
-	uint64_t now = mono_ms();
+	bool stale = false, act = false;
+	uint64_t now = ctl_mono_ms();
 	int error, rc = -1;
+
+	/* A standby replica does not run passes (see controller_start). */
+	if (!c->leading)
+		return 0;
 
 	/*
 	 * With watches on, passes read the watch cache; the first pass and
@@ -660,6 +648,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		err_reset(&err); /* unserved kinds fail, the rest goes on */
 	else if (error < 0)
 		goto fail;
+	c->api_ok = true;
 	if (a->relist)
 		a->listed_ms = now;
 	/*
@@ -673,7 +662,11 @@ static int pass(struct controller *c, struct ctl_app *a)
 					  &dopts, a->commit, &err)) < 0)
 			goto fail;
 	}
-	act = ca->self_heal && dopts.policy != DIFF_POLICY_REPORT;
+	a->cur_report = report;
+	a->cur_app = &app;
+	ctl_event_foreign(a, report);
+	act = ca->self_heal && dopts.policy != DIFF_POLICY_REPORT &&
+	      c->leading;
 	if (!act) {
 		if (diff_report_has_drift(report))
 			log_warn("drift reported, not healed", "app", ca->name,
@@ -689,6 +682,8 @@ static int pass(struct controller *c, struct ctl_app *a)
 	so.prune_allow = a->prune_allow;
 	so.prune_budget = ca->prune_budget;
 	so.applied = on_applied;
+	so.failed = on_failed;
+	so.pruned = on_pruned;
 	so.applied_ctx = a;
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
@@ -702,6 +697,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		log_error("pass failed", "app", ca->name, "revision",
 			  a->commit, "counts", counts, "error",
 			  err_first(&res.failures), NULL);
+		err_move(&err, &res.failures);
 		goto out;
 	}
 	log_info("pass done", "app", ca->name, "revision", a->commit,
@@ -713,6 +709,11 @@ fail:
 		  a->commit[0] ? a->commit : a->seen,
 		  "error", err_first(&err), NULL);
 out:
+	ctl_status_pass(c, a, report, act, rc ? err_first(&err) : NULL,
+			stale ? a->source_error : NULL,
+			(double)(ctl_mono_ms() - now) / 1000.0);
+	a->cur_report = NULL;
+	a->cur_app = NULL;
 	app_sync_result_release(&res);
 	diff_report_free(report);
 	diff_schemas_free(reg);
@@ -734,7 +735,7 @@ static int reconcile(const char *name, void *ctx)
 	rc = pass(c, a);
 	a->failed = rc != 0;
 	/* A held field is written again when its window ends: be there. */
-	if (a->fights && (end = fights_next_end_ms(a->fights, mono_ms()))) {
+	if (a->fights && (end = fights_next_end_ms(a->fights, ctl_mono_ms()))) {
 		pthread_mutex_lock(&c->lock);
 		if (c->q)
 			queue_enqueue_after(c->q, name, end);
@@ -743,12 +744,25 @@ static int reconcile(const char *name, void *ctx)
 	return rc;
 }
 
+/* The kube client's response hook: syncd_kube_requests_total. */
+static void on_response(void *ctx, const char *verb, int code)
+{
+	struct controller *c = ctx;
+	char n[16];
+	const char *labels[] = {"verb", verb, "code", n, NULL};
+
+	snprintf(n, sizeof(n), "%d", code);
+	metrics_counter_add(c->metrics, "syncd_kube_requests_total", labels,
+			    1);
+}
+
 int controller_new(struct controller **out, const struct config *cfg,
-		   struct err *err)
+		   struct metrics *metrics, struct err *err)
 {
 	struct kube_config_options co = {cfg->kubeconfig, cfg->context, true};
 	struct kube_client_options ko = {0};
 	struct watchcache_options wo = {0};
+	struct events_options eo = {0};
 	struct controller *c;
 	int error;
 
@@ -757,6 +771,12 @@ int controller_new(struct controller **out, const struct config *cfg,
 		return err_set(err, ERR_NOMEM, "out of memory");
 	pthread_mutex_init(&c->lock, NULL);
 	c->cfg = cfg;
+	c->metrics = metrics;
+	ctl_metrics_declare(metrics);
+	if (metrics) {
+		ko.on_response = on_response;
+		ko.on_response_ctx = c;
+	}
 	/*
 	 * A kubeconfig named in the file is used as is; without one the
 	 * in-cluster config comes first, then the default kubeconfig.
@@ -781,6 +801,14 @@ int controller_new(struct controller **out, const struct config *cfg,
 	if (cfg->watch &&
 	    (error = watchcache_new(&c->wc, c->conn.client, &wo, err)) < 0)
 		goto fail;
+	if (cfg->events) {
+		eo.client = c->conn.client;
+		eo.instance = getenv("POD_NAME");
+		if (!(c->events = events_new(&eo))) {
+			error = err_set(err, ERR_NOMEM, "out of memory");
+			goto fail;
+		}
+	}
 	*out = c;
 	return 0;
 fail:
@@ -839,6 +867,8 @@ int controller_run_once(struct controller *c, struct err *err)
 {
 	int error, failed = 0;
 
+	/* One pass of every app, without leader election. */
+	c->leading = true;
 	if ((error = start_queue(c, false, err)) < 0)
 		return error;
 	if ((error = queue_wait_idle(c->q, ONCE_TIMEOUT_MS)) < 0)
@@ -849,9 +879,110 @@ int controller_run_once(struct controller *c, struct err *err)
 	return failed;
 }
 
+static void set_leading(struct controller *c, bool leading)
+{
+	const char *none[] = {NULL};
+
+	c->leading = leading;
+	if (c->metrics)
+		metrics_gauge_set(c->metrics, "syncd_leader", none,
+				  leading ? 1 : 0);
+}
+
+static void started_leading(void *ctx)
+{
+	struct controller *c = ctx;
+
+	log_info("leading: this replica writes", "identity",
+		 leader_identity(c->leader), NULL);
+	set_leading(c, true);
+	/* Every app at once: the previous leader may have left drift. */
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; c->q && i < c->napps; i++)
+		queue_enqueue(c->q, c->apps[i]->cfg->name);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void stopped_leading(void *ctx)
+{
+	struct controller *c = ctx;
+
+	set_leading(c, false);
+	log_warn("no longer leading: this replica stops writing", "identity",
+		 leader_identity(c->leader), NULL);
+}
+
+static void new_leader(const char *identity, void *ctx)
+{
+	struct controller *c = ctx;
+
+	c->api_ok = true;
+	log_info("leader", "identity", *identity ? identity : "(none)", NULL);
+}
+
+static void leader_failed(const struct err *err, void *ctx)
+{
+	(void)ctx;
+	log_warn("leader election", "error", err_first(err), NULL);
+}
+
+/* Leader election: passes run only while this replica holds the Lease. */
+static int start_election(struct controller *c, struct err *err)
+{
+	struct leader_options lo = LEADER_OPTIONS_INIT;
+	struct kube_client_options ko = {0};
+	const char *ns = c->cfg->leader.namespace;
+	int error;
+
+	if (!ns)
+		ns = c->conn.cfg.namespace && *c->conn.cfg.namespace
+			     ? c->conn.cfg.namespace
+			     : "default";
+	lo.namespace = ns;
+	lo.name = c->cfg->leader.name ? c->cfg->leader.name : "syncd";
+	lo.identity = getenv("POD_NAME");
+	lo.lease_ms = (long)c->cfg->leader.lease_ms;
+	lo.renew_ms = (long)c->cfg->leader.renew_ms;
+	lo.retry_ms = (long)c->cfg->leader.retry_ms;
+	lo.started_leading = started_leading;
+	lo.stopped_leading = stopped_leading;
+	lo.new_leader = new_leader;
+	lo.failed = leader_failed;
+	lo.ctx = c;
+	/*
+	 * The elector's own client: each attempt must end well within the
+	 * renew deadline, so one retry and short timeouts (the shared
+	 * client retries for minutes).
+	 */
+	ko.connect_timeout_ms = (long)c->cfg->leader.retry_ms;
+	ko.timeout_ms = (long)c->cfg->leader.renew_ms / 2;
+	ko.max_retries = 1;
+	ko.qps = 20;
+	ko.burst = 20;
+	if ((error = kube_client_new(&c->leader_client, &c->conn.cfg, &ko,
+				     err)) < 0 ||
+	    (error = leader_new(&c->leader, c->leader_client, &lo, err)) < 0)
+		return error;
+	log_info("leader election: waiting for the Lease", "lease", lo.name,
+		 "namespace", ns, "identity", leader_identity(c->leader),
+		 NULL);
+	return leader_start(c->leader, err);
+}
+
 int controller_start(struct controller *c, struct err *err)
 {
-	return start_queue(c, true, err);
+	int error;
+
+	set_leading(c, !c->cfg->leader.enabled);
+	if ((error = start_queue(c, true, err)) < 0)
+		return error;
+	if (c->cfg->leader.enabled &&
+	    (error = start_election(c, err)) < 0)
+		return error;
+	pthread_mutex_lock(&c->lock);
+	c->started = true;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 /* The app of the running set named `name`, or NULL. */
@@ -910,6 +1041,8 @@ int controller_reload(struct controller *c, const struct config *cfg,
 				res->changed++;
 			else
 				res->added++;
+			if (prev)
+				ctl_metrics_forget(c, prev->cfg->name);
 			free_app(prev);
 			continue;
 		}
@@ -931,6 +1064,7 @@ swap:
 	for (i = 0; i < nold; i++)
 		if (old[i]) {
 			res->removed++;
+			ctl_metrics_forget(c, old[i]->cfg->name);
 			free_app(old[i]);
 		}
 	free(old);
@@ -961,8 +1095,14 @@ fail:
 
 int controller_stop(struct controller *c, unsigned grace_ms)
 {
+	struct err err = ERR_INIT;
 	int error = stop_queue(c, grace_ms);
 
+	/* The work stopped: hand the Lease over at once (ReleaseOnCancel). */
+	if (c->leader && leader_stop(c->leader, true, &err) < 0)
+		log_warn("releasing the Lease", "error", err_first(&err),
+			 NULL);
+	err_release(&err);
 	watchcache_stop(c->wc);
 	return error;
 }
@@ -972,7 +1112,10 @@ void controller_free(struct controller *c)
 	if (!c)
 		return;
 	queue_free(c->q);
+	leader_free(c->leader);
+	kube_client_free(c->leader_client);
 	watchcache_free(c->wc);
+	events_free(c->events);
 	for (size_t i = 0; i < c->napps; i++)
 		free_app(c->apps[i]);
 	free(c->apps);

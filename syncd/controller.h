@@ -21,7 +21,11 @@
 
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "syncd/config.h"
+#include "syncd/metrics.h"
+#include "util/buf.h"
 #include "util/err.h"
 
 struct controller;
@@ -29,10 +33,12 @@ struct controller;
 /*
  * Connect to the cluster `cfg` names (its kubeconfig and context, else the
  * in-cluster config, else the default kubeconfig) and prepare every app.
- * `cfg` is borrowed and must outlive the controller. Nothing runs yet.
+ * `cfg` is borrowed and must outlive the controller, and so must
+ * `metrics` (NULL: none; its families are declared here when they are
+ * not yet). Nothing runs yet.
  */
 int controller_new(struct controller **out, const struct config *cfg,
-		   struct err *err);
+		   struct metrics *metrics, struct err *err);
 
 /*
  * Run every app once (in parallel on `workers` threads) and return the
@@ -69,5 +75,35 @@ int controller_reload(struct controller *c, const struct config *cfg,
 		      struct controller_reload_result *res, struct err *err);
 
 void controller_free(struct controller *c);
+
+/*
+ * What the HTTP endpoint serves (docs/http-api.md); every function is
+ * thread-safe. The documents are new references.
+ */
+json_t *controller_apps_json(struct controller *c);
+/* NULL for an unknown app. */
+json_t *controller_app_json(struct controller *c, const char *name);
+/* Run a pass of `name` now: 0, or ERR_NOTFOUND. */
+int controller_sync_now(struct controller *c, const char *name);
+/*
+ * A push to `branch` of the repository known by any of `urls`: poll the
+ * apps whose source is that repository and branch (or no branch).
+ * Returns how many.
+ */
+int controller_push(struct controller *c, const char *const *urls,
+		    size_t nurls, const char *branch);
+/*
+ * A repository URL reduced to host and path (into `out`, replacing it),
+ * so that the clone, SSH and web URLs of one repository compare equal:
+ * no scheme, credentials, port, trailing "/" or ".git"; the host
+ * lower-cased ("git@GitHub.com:o/r.git" and "https://github.com/o/r"
+ * are both "github.com/o/r").
+ */
+void controller_repo_key(const char *url, struct buf *out);
+
+/* Set the metrics that change with time (before a scrape). */
+void controller_collect(struct controller *c);
+/* Ready (started, the API answered, caches synced)? Else why. */
+bool controller_ready(struct controller *c, struct buf *why);
 
 #endif

@@ -129,6 +129,18 @@ struct kube_client_options {
 	unsigned max_retries;	 /* 0: default 5; see kube_request() */
 	size_t max_response;	 /* bytes; 0: default 256 MiB */
 	const char *user_agent;	 /* NULL: "syncd/<version>" */
+	/*
+	 * Called once per HTTP attempt (as client-go's
+	 * rest_client_requests_total counts: a retried request calls it
+	 * for every try), from the requesting thread, with the verb as
+	 * Kubernetes metrics name it (get, list, watch, create, update,
+	 * patch, delete, deletecollection, derived from the method, the
+	 * path and ?watch=) and the HTTP status, 0 when no response came
+	 * (a transport error). A watch calls it when its stream ends. NULL:
+	 * none.
+	 */
+	void (*on_response)(void *ctx, const char *verb, int code);
+	void *on_response_ctx;
 };
 
 /*
@@ -295,6 +307,26 @@ struct kube_apply_options {
 int kube_apply(struct kube_client *c, const struct kube_resource *r,
 	       const json_t *obj, const struct kube_apply_options *opts,
 	       json_t **out, struct err *err);
+
+/*
+ * POST `obj` to its collection (metadata.namespace required for a
+ * namespaced resource). *out gets the created object (caller owns; may
+ * pass NULL). ERR_EXISTS (409 AlreadyExists) when an object of that name
+ * exists.
+ */
+int kube_create(struct kube_client *c, const struct kube_resource *r,
+		const json_t *obj, json_t **out, struct err *err);
+
+/*
+ * PUT `obj` (a whole object, as read and then changed) over the object of
+ * its name. Its metadata.resourceVersion, when set, is the precondition
+ * of optimistic concurrency: a write made since then makes the update
+ * fail with ERR_EXISTS (409 Conflict, "the object has been modified").
+ * *out gets the stored object with its new resourceVersion (caller owns;
+ * may pass NULL). ERR_NOTFOUND when the object is gone.
+ */
+int kube_update(struct kube_client *c, const struct kube_resource *r,
+		const json_t *obj, json_t **out, struct err *err);
 
 struct kube_delete_options {
 	const char *propagation; /* "Background" (default), "Foreground", "Orphan" */

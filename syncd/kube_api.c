@@ -1,7 +1,7 @@
 /*
  * The API operations syncd needs, on top of kube_request() and
- * kube_stream(): get, paginated list, server-side apply, delete, watch
- * with resume and relist, and Events.
+ * kube_stream(): get, paginated list, create, update, server-side apply,
+ * delete, watch with resume and relist, and Events.
  *
  * Messages: kube's Status message usually names the object already
  * ("configmaps \"web\" not found"); when it does not (an apply conflict,
@@ -379,6 +379,77 @@ out:
 	err_release(&local);
 	buf_release(&path);
 	return error;
+}
+
+/*
+ * kube_create() and kube_update(): one JSON write of a whole object, to
+ * the collection (POST) or to the object itself (PUT).
+ */
+static int write_object(struct kube_client *c, const struct kube_resource *r,
+			const json_t *obj, bool create, json_t **out,
+			struct err *err)
+{
+	const char *verb = create ? "create" : "update";
+	struct kube_response resp = KUBE_RESPONSE_INIT;
+	struct err local = ERR_INIT;
+	struct buf path = BUF_INIT;
+	const char *ns, *name;
+	char *body = NULL;
+	int error;
+
+	if (out)
+		*out = NULL;
+	object_names(obj, &ns, &name);
+	if (!name || !*name) {
+		error = err_set(err, ERR_INVALID, "%s %s: no metadata.name",
+				verb, r->kind);
+		goto out;
+	}
+	if (r->namespaced && (!ns || !*ns)) {
+		error = err_set(err, ERR_INVALID,
+				"%s %s \"%s\": no metadata.namespace", verb,
+				r->kind, name);
+		goto out;
+	}
+	kube_path(&path, r, ns, create ? NULL : name, NULL);
+	body = json_dumps(obj, JSON_COMPACT);
+	if (!body) {
+		error = err_set(err, ERR_NOMEM, "%s: out of memory", verb);
+		goto out;
+	}
+	error = kube_request(c, create ? "POST" : "PUT", buf_cstr(&path),
+			     "application/json", body, strlen(body), &resp,
+			     &local);
+	if (error < 0) {
+		fail(err, &local, error, verb, r, ns, name);
+		goto out;
+	}
+	if (out && !json_is_object(resp.json)) {
+		error = err_set(err, ERR_PARSE,
+				"%s %s \"%s\": the answer is not an object",
+				verb, r->kind, name);
+		goto out;
+	}
+	if (out)
+		*out = json_incref(resp.json);
+out:
+	free(body);
+	kube_response_release(&resp);
+	err_release(&local);
+	buf_release(&path);
+	return error;
+}
+
+int kube_create(struct kube_client *c, const struct kube_resource *r,
+		const json_t *obj, json_t **out, struct err *err)
+{
+	return write_object(c, r, obj, true, out, err);
+}
+
+int kube_update(struct kube_client *c, const struct kube_resource *r,
+		const json_t *obj, json_t **out, struct err *err)
+{
+	return write_object(c, r, obj, false, out, err);
 }
 
 int kube_delete(struct kube_client *c, const struct kube_resource *r,

@@ -74,6 +74,9 @@ struct kube_client {
 	_Atomic uint64_t requests;
 	_Atomic uint64_t connections;
 	_Atomic uint64_t throttled;
+
+	void (*on_response)(void *ctx, const char *verb, int code);
+	void *on_response_ctx;
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -319,6 +322,8 @@ int kube_client_new(struct kube_client **out, struct kube_config *cfg,
 		opts->max_response ? opts->max_response : DEFAULT_MAX_RESPONSE;
 	c->user_agent = strdup(opts->user_agent ? opts->user_agent
 						: "syncd/" SYNCD_VERSION);
+	c->on_response = opts->on_response;
+	c->on_response_ctx = opts->on_response_ctx;
 	c->idle = calloc(POOL_MAX_IDLE, sizeof(*c->idle));
 	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&c->share_locks[i], NULL);
@@ -797,6 +802,74 @@ static int status_error(struct kube_response *resp, const char *method,
 		       path, resp->code, n ? ": " : "", snippet);
 }
 
+/*
+ * The verb of a request as the API server's metrics name it: a GET is a
+ * get, list or watch depending on whether the path ends at a collection
+ * and on ?watch=; a DELETE of a collection is a deletecollection. Paths
+ * outside /api and /apis (discovery, /version) are gets.
+ */
+static const char *request_verb(const char *method, const char *path)
+{
+	const char *q = strchr(path, '?'), *p, *seg[8];
+	size_t n = 0, plen = q ? (size_t)(q - path) : strlen(path), skip;
+	bool collection, watch = false;
+
+	if (q)
+		for (p = q; (p = strstr(p, "watch=")); p++)
+			if ((p[-1] == '?' || p[-1] == '&') &&
+			    (!strncmp(p + 6, "true", 4) || p[6] == '1'))
+				watch = true;
+	/* Up to 8 segments of the path: no resource path has more. */
+	for (p = path; p < path + plen && n < 8;) {
+		while (p < path + plen && *p == '/')
+			p++;
+		if (p < path + plen)
+			seg[n++] = p;
+		while (p < path + plen && *p != '/')
+			p++;
+	}
+	/* /api/v1/... or /apis/GROUP/VERSION/... */
+	if (n >= 1 && !strncmp(seg[0], "api/", 4))
+		skip = 2;
+	else if (n >= 1 && !strncmp(seg[0], "apis/", 5))
+		skip = 3;
+	else
+		skip = n + 1;
+	/* The legacy /watch/ prefix. */
+	if (n > skip + 1 && !strncmp(seg[skip], "watch/", 6)) {
+		watch = true;
+		skip++;
+	}
+	/*
+	 * namespaces/NS/RESOURCE...: the resource is what counts, but
+	 * namespaces/NS/status and /finalize are a Namespace's subresources.
+	 */
+	if (n > skip + 2 && !strncmp(seg[skip], "namespaces/", 11) &&
+	    strncmp(seg[skip + 2], "status", 6) &&
+	    strncmp(seg[skip + 2], "finalize", 8))
+		skip += 2;
+	collection = n == skip + 1;
+	if (!strcmp(method, "GET"))
+		return watch ? "watch" : collection ? "list" : "get";
+	if (!strcmp(method, "POST"))
+		return "create";
+	if (!strcmp(method, "PUT"))
+		return "update";
+	if (!strcmp(method, "PATCH"))
+		return "patch";
+	if (!strcmp(method, "DELETE"))
+		return collection ? "deletecollection" : "delete";
+	return "get";
+}
+
+static void report(struct kube_client *c, const char *method,
+		   const char *path, long code)
+{
+	if (c->on_response)
+		c->on_response(c->on_response_ctx,
+			       request_verb(method, path), (int)code);
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const char *body, size_t body_len,
 		 struct kube_response *resp, struct err *err)
@@ -888,6 +961,7 @@ int kube_request_accept(struct kube_client *c, const char *method,
 		    conns > 0)
 			atomic_fetch_add(&c->connections, (uint64_t)conns);
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->code);
+		report(c, method, path, rc == CURLE_OK ? resp->code : 0);
 		retry_after = 0;
 		curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry_after);
 		free_lists(&lists);
@@ -1046,6 +1120,7 @@ int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
 	    conns > 0)
 		atomic_fetch_add(&c->connections, (uint64_t)conns);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.code);
+	report(c, "GET", path, resp.code);
 	free_lists(&lists);
 	curl_easy_reset(h);
 

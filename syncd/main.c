@@ -11,6 +11,7 @@ static const struct cli_command *const commands[] = {
 	&cli_diff_command,
 	&cli_sync_command,
 	&cli_run_command,
+	&cli_status_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

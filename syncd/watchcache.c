@@ -373,6 +373,17 @@ bool watchcache_synced(struct watchcache *wc,
 	return synced;
 }
 
+bool watchcache_all_synced(struct watchcache *wc)
+{
+	bool synced = true;
+
+	pthread_mutex_lock(&wc->lock);
+	for (struct watch *w = wc->watches; w && synced; w = w->next)
+		synced = w->synced;
+	pthread_mutex_unlock(&wc->lock);
+	return synced;
+}
+
 int watchcache_list(struct watchcache *wc, const struct kube_resource *resource,
 		    const char *ns, const char *label_selector, json_t **items,
 		    struct err *err)

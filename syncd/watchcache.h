@@ -76,6 +76,9 @@ bool watchcache_synced(struct watchcache *wc,
 		       const struct kube_resource *resource, const char *ns,
 		       const char *label_selector);
 
+/* Whether every watch started so far has completed its first list. */
+bool watchcache_all_synced(struct watchcache *wc);
+
 /*
  * A snapshot of that watch's objects: *items gets a new array (caller
  * owns it; the objects in it are shared, read-only). ERR_NOTFOUND when

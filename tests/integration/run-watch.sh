@@ -93,6 +93,7 @@ config() {
 	shift 2
 	cat <<EOF
 resync: $resync
+listen: 127.0.0.1:0
 kubeconfig: $tmp/kc
 cacheDir: $tmp/cache
 fightDetection:

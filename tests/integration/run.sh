@@ -95,6 +95,7 @@ cat >"$tmp/syncd.yaml" <<EOF
 resync: 1s
 workers: 2
 watch: false
+listen: 127.0.0.1:0
 kubeconfig: $tmp/kc
 cacheDir: $tmp/cache
 log:
