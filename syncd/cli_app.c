@@ -121,8 +121,7 @@ static bool cache_file(const struct cli_app *app, struct buf *out)
 	return ok;
 }
 
-/* Read a cached render into *out; false (and *out empty) on any problem. */
-static bool cache_read(const char *file, struct diff_objset *out)
+bool cli_render_cache_read(const char *file, struct diff_objset *out)
 {
 	struct buf data = BUF_INIT;
 	struct err err = ERR_INIT;
@@ -160,18 +159,14 @@ out:
 	return ok;
 }
 
-/*
- * Store a render (best effort: a cache that cannot be written costs a
- * render next time, nothing else). Written to a temporary file and
- * renamed, so a reader never sees half a file.
- */
-static void cache_write(const char *file, const struct diff_objset *set)
+bool cli_render_cache_write(const char *file, const struct diff_objset *set)
 {
 	struct buf tmp = BUF_INIT, dir = BUF_INIT;
 	json_t *doc, *objs;
 	const char *slash;
 	size_t i;
 	int fd = -1;
+	bool ok = false;
 
 	doc = json_pack("{s:i, s:[]}", "version", RENDER_CACHE_VERSION,
 			"objects");
@@ -197,6 +192,8 @@ static void cache_write(const char *file, const struct diff_objset *set)
 	fd = -1;
 	if (rename(tmp.ptr, file) < 0)
 		unlink(tmp.ptr);
+	else
+		ok = true;
 out:
 	if (fd >= 0) {
 		close(fd);
@@ -205,6 +202,7 @@ out:
 	json_decref(doc);
 	buf_release(&tmp);
 	buf_release(&dir);
+	return ok;
 }
 
 int cli_app_load(struct cli_app *app, const char *path,
@@ -226,7 +224,7 @@ int cli_app_load(struct cli_app *app, const char *path,
 	if (revision)
 		*revision = app->source.commit;
 	cacheable = cache_file(app, &file);
-	if (cacheable && cache_read(file.ptr, out)) {
+	if (cacheable && cli_render_cache_read(file.ptr, out)) {
 		app->render_cached = true;
 		if (app->source.verbose)
 			log_info("render reused", "tree", app->source.tree,
@@ -235,7 +233,7 @@ int cli_app_load(struct cli_app *app, const char *path,
 	}
 	error = cli_render_run(&app->render, app->source.dir, &env, out, err);
 	if (!error && cacheable)
-		cache_write(file.ptr, out);
+		cli_render_cache_write(file.ptr, out);
 out:
 	buf_release(&file);
 	return error;

@@ -76,4 +76,15 @@ int cli_app_load(struct cli_app *app, const char *path,
 
 void cli_app_release(struct cli_app *app);
 
+/*
+ * The render cache's file format (a versioned JSON document of the
+ * objects and their origins). Reading fails (false, *out left empty) on
+ * any problem: a missing, partial, foreign or older file. Writing is
+ * best effort (false when it could not), through a temporary file
+ * renamed into place, so a reader never sees half a file; the directory
+ * is made when missing.
+ */
+bool cli_render_cache_read(const char *file, struct diff_objset *out);
+bool cli_render_cache_write(const char *file, const struct diff_objset *set);
+
 #endif

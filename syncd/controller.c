@@ -1,13 +1,16 @@
 /*
  * controller: the `syncd run` loop (see controller.h).
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "diff/diff.h"
 #include "syncd/app.h"
+#include "syncd/cli_app.h"
 #include "syncd/cli_render.h"
 #include "syncd/controller.h"
 #include "syncd/controller_int.h"
@@ -16,6 +19,7 @@
 #include "syncd/queue.h"
 #include "syncd/watchcache.h"
 #include "util/log.h"
+#include "util/sha256.h"
 
 /* Longest time a pass in --once mode may take before we give up. */
 #define ONCE_TIMEOUT_MS (30u * 60u * 1000u)
@@ -170,6 +174,7 @@ static void free_app(struct ctl_app *a)
 	git_source_free(a->gs);
 	diff_objset_release(&a->objects);
 	fights_free(a->fights);
+	free(a->render_file);
 	json_decref(a->written);
 	free(a->source_error);
 	free(a->id);
@@ -300,6 +305,72 @@ static int copy_objects(struct diff_objset *out, const struct diff_objset *in,
 }
 
 /*
+ * Where the render of `tree` is kept on disk: in the source's cache,
+ * named after the app, the tree and the app's whole configuration (a
+ * changed setting is another render). Renders live on disk rather than
+ * in memory: a pass reads its app's objects back (a few milliseconds),
+ * so memory does not grow with the number of objects managed, and a
+ * restart need not render again.
+ */
+static bool render_path(const struct ctl_app *a, const char *tree,
+			struct buf *out)
+{
+	struct sha256_ctx h;
+	unsigned char d[SHA256_DIGEST_SIZE];
+	char *cfg = json_dumps(a->cfg->raw, JSON_COMPACT | JSON_SORT_KEYS);
+	const char *base = a->gs ? git_source_cache_path(a->gs) : NULL;
+
+	buf_reset(out);
+	if (!cfg || !base) {
+		free(cfg);
+		return false;
+	}
+	sha256_init(&h);
+	sha256_update(&h, a->cfg->name, strlen(a->cfg->name) + 1);
+	sha256_update(&h, tree, strlen(tree) + 1);
+	sha256_update(&h, cfg, strlen(cfg));
+	sha256_final(&h, d);
+	free(cfg);
+	buf_addf(out, "%s/renders/app-", base);
+	for (size_t i = 0; i < 16; i++)
+		buf_addf(out, "%02x", d[i]);
+	buf_adds(out, ".json");
+	return true;
+}
+
+/*
+ * Renders that may change without a commit (exec plugins, variable
+ * files) are not taken from a previous process's file.
+ */
+static bool reusable(const struct ctl_app *a)
+{
+	return a->render.kind != RENDER_EXEC && !a->render.vars_files.len;
+}
+
+/* Keep `fresh` on disk (then released) or, failing that, in memory. */
+static void keep_render(struct ctl_app *a, const char *tree,
+			struct diff_objset *fresh)
+{
+	struct buf file = BUF_INIT;
+
+	if (a->render_file) {
+		unlink(a->render_file);
+		free(a->render_file);
+		a->render_file = NULL;
+	}
+	diff_objset_release(&a->objects);
+	if (render_path(a, tree, &file) &&
+	    cli_render_cache_write(buf_cstr(&file), fresh)) {
+		a->render_file = buf_detach(&file, NULL);
+		diff_objset_release(fresh);
+	} else {
+		a->objects = *fresh;
+	}
+	*fresh = (struct diff_objset)DIFF_OBJSET_INIT;
+	buf_release(&file);
+}
+
+/*
  * Poll the source, and render when the app's tree changed. A failed poll
  * or render leaves the last good objects in place; *stale says so, and
  * the pass goes on enforcing them when there are any.
@@ -310,6 +381,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	struct git_source_poll_result r;
 	struct diff_objset fresh = DIFF_OBJSET_INIT;
 	struct cli_render_env env = {0};
+	struct buf file = BUF_INIT;
 	char *dir = NULL;
 	uint64_t now = ctl_mono_ms();
 	int error;
@@ -357,6 +429,13 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 		a->source_retry_ms = 0;
 		return 0;
 	}
+	/* Rendered by an earlier process (a restart): read it back. */
+	if (reusable(a) && render_path(a, r.tree, &file) &&
+	    cli_render_cache_read(buf_cstr(&file), &fresh)) {
+		log_info("render read from the cache", "app", a->cfg->name,
+			 "revision", r.commit, "tree", r.tree, NULL);
+		goto rendered;
+	}
 	if ((error = git_source_checkout(a->gs, &dir, err)) < 0)
 		goto failed;
 	env.app_name = a->cfg->name;
@@ -365,24 +444,25 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	env.path = a->cfg->source.path;
 	if ((error = cli_render_run(&a->render, dir, &env, &fresh, err)) < 0)
 		goto failed;
-	diff_objset_release(&a->objects);
-	a->objects = fresh;
-	fresh = (struct diff_objset)DIFF_OBJSET_INIT;
+	log_info("rendered", "app", a->cfg->name, "revision", r.commit,
+		 "tree", r.tree, NULL);
+rendered:
+	keep_render(a, r.tree, &fresh);
 	memcpy(a->commit, r.commit, sizeof(a->commit));
 	memcpy(a->tree, r.tree, sizeof(a->tree));
 	memcpy(a->rendered, r.tree, sizeof(a->rendered));
 	a->polled = true;
 	if (r.changed)
 		git_source_mark_rendered(a->gs, r.tree, NULL);
-	log_info("rendered", "app", a->cfg->name, "revision", a->commit,
-		 "tree", a->tree, NULL);
 	a->source_failures = 0;
 	a->source_retry_ms = 0;
 	free(dir);
+	buf_release(&file);
 	return 0;
 failed:
 	diff_objset_release(&fresh);
 	free(dir);
+	buf_release(&file);
 	/* The same schedule as the queue's: 5 s doubling to 5 min, jittered. */
 	a->source_failures++;
 	a->source_retry_ms = now + queue_backoff_ms(a->source_failures,
@@ -465,6 +545,29 @@ static const char *rv_of(const json_t *obj)
 }
 
 /*
+ * The watch a (resource, namespace) read uses: one watch of every
+ * namespace per resource type serves all apps (one connection, however
+ * many namespaces); when that is refused (a role limited to some
+ * namespaces), one per namespace. *scope_ns gets the namespace the
+ * watch is of (NULL: every namespace).
+ */
+static int ensure_watch(struct watchcache *wc, const struct kube_resource *res,
+			const char *ns, const char **scope_ns)
+{
+	int error = watchcache_watch(wc, res, NULL, WATCH_SELECTOR, NULL);
+
+	*scope_ns = NULL;
+	if (!res->namespaced || !ns)
+		return error < 0 ? ERR_NOTFOUND : 0;
+	if (error < 0 || watchcache_refused(wc, res, NULL, WATCH_SELECTOR))
+		*scope_ns = ns;
+	if (*scope_ns &&
+	    watchcache_watch(wc, res, ns, WATCH_SELECTOR, NULL) < 0)
+		return ERR_NOTFOUND;
+	return 0;
+}
+
+/*
  * The app.list_hook: this app's objects of (res, ns) from the watch cache,
  * starting the watch the first time. A pass that relists (the first, and
  * one per resync) and a watch not yet synced read the server instead. An
@@ -478,40 +581,34 @@ static int cache_list(void *ctx, const struct app *app,
 	struct ctl_app *a = ctx;
 	struct watchcache *wc = a->ctl->wc;
 	struct buf key = BUF_INIT;
-	json_t *all = NULL, *mine, *obj;
+	json_t *mine, *obj;
+	const char *scope;
 	size_t i;
 
 	*items = NULL;
-	if (watchcache_watch(wc, res, ns, WATCH_SELECTOR, NULL) < 0 ||
-	    a->relist ||
-	    watchcache_list(wc, res, ns, WATCH_SELECTOR, &all, NULL) < 0)
+	if (ensure_watch(wc, res, ns, &scope) < 0 || a->relist ||
+	    watchcache_list_part_of(wc, res, scope, WATCH_SELECTOR, app->id,
+				    scope ? NULL : ns, &mine, NULL) < 0)
 		return ERR_NOTFOUND;
-	if (!(mine = json_array())) {
-		json_decref(all);
-		return ERR_NOTFOUND;
-	}
-	json_array_foreach(all, i, obj)
-	{
-		const char *v = json_string_value(json_object_get(
-			json_object_get(json_object_get(obj, "metadata"),
-					"labels"),
-			APP_LABEL_PART_OF));
+	for (i = 0; json_object_size(a->written) && i < json_array_size(mine);) {
 		const char *w;
 
-		if (!v || strcmp(v, app->id))
+		obj = json_array_get(mine, i);
+		if (!object_key(obj, &key)) {
+			i++;
 			continue;
-		if (json_object_size(a->written) && object_key(obj, &key)) {
-			w = json_string_value(
-				json_object_get(a->written, buf_cstr(&key)));
-			if (older_than_written(rv_of(obj), w))
-				continue;
-			if (w)
-				json_object_del(a->written, buf_cstr(&key));
 		}
-		json_array_append(mine, obj);
+		w = json_string_value(
+			json_object_get(a->written, buf_cstr(&key)));
+		if (older_than_written(rv_of(obj), w)) {
+			json_array_remove(mine, i);
+			continue;
+		}
+		if (w)
+			json_object_del(a->written, buf_cstr(&key));
+		i++;
 	}
 	buf_release(&key);
-	json_decref(all);
 	*items = mine;
 	return 0;
 }
@@ -628,7 +725,21 @@ static int pass(struct controller *c, struct ctl_app *a)
 	dopts.policy = policy_of(ca->foreign_fields);
 	dopts.ignore = a->ignore;
 	dopts.nignore = ca->nignore;
-	if ((error = copy_objects(&desired, &a->objects, &err)) < 0 ||
+	if (a->render_file &&
+	    !cli_render_cache_read(a->render_file, &desired)) {
+		/* The file went away: render again in the next pass. */
+		error = err_set(&err, ERR_IO,
+				"the render kept in %s cannot be read; the app "
+				"renders again",
+				a->render_file);
+		free(a->render_file);
+		a->render_file = NULL;
+		a->rendered[0] = '\0';
+		a->force_poll = true;
+		goto fail;
+	}
+	if ((!a->render_file &&
+	     (error = copy_objects(&desired, &a->objects, &err)) < 0) ||
 	    (error = app_init(&app, c->conn.client, c->conn.disc, ca->name,
 			      ca->namespace ? ca->namespace
 					    : c->conn.cfg.namespace,
@@ -734,6 +845,11 @@ static int reconcile(const char *name, void *ctx)
 		return -1;
 	rc = pass(c, a);
 	a->failed = rc != 0;
+	/*
+	 * A pass parses and frees its app's objects; hand the freed memory
+	 * back rather than letting each worker's arena keep its peak.
+	 */
+	malloc_trim(0);
 	/* A held field is written again when its window ends: be there. */
 	if (a->fights && (end = fights_next_end_ms(a->fights, ctl_mono_ms()))) {
 		pthread_mutex_lock(&c->lock);

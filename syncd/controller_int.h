@@ -62,7 +62,9 @@ struct ctl_app {
 	char *source_error;	  /* why the source last failed */
 	uint64_t polled_ms;	  /* when the source was last polled */
 	volatile bool force_poll; /* poll in the next pass (webhook) */
-	struct diff_objset objects; /* the last render, never modified */
+	struct diff_objset objects; /* the last render, never modified,
+				       when it could not be kept on disk */
+	char *render_file;	    /* the last render on disk, or NULL */
 	struct cli_render render;
 	struct diff_ignore_rule *ignore;
 	const char **prune_allow; /* NULL-ended, strings borrowed */

@@ -140,6 +140,26 @@ static void stamp_first_seen(struct ctl_app *a, json_t *rj, time_t now)
 	a->st.first_seen = seen;
 }
 
+/*
+ * The report kept for the status API lists only the objects that are not
+ * in sync (the summary counts them all): an app of thousands of objects
+ * in sync would otherwise keep a large document for nothing.
+ */
+static void drop_in_sync(json_t *rj)
+{
+	json_t *objs = json_object_get(rj, "objects");
+
+	for (size_t i = 0; i < json_array_size(objs);) {
+		const char *st = json_string_value(
+			json_object_get(json_array_get(objs, i), "state"));
+
+		if (st && !strcmp(st, "InSync"))
+			json_array_remove(objs, i);
+		else
+			i++;
+	}
+}
+
 static void set_gauge(struct metrics *m, const char *name, const char *app,
 		      const char *lname, const char *lvalue, double v)
 {
@@ -207,6 +227,7 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	memcpy(a->st.revision, a->commit, sizeof(a->st.revision));
 	if (report) {
 		diff_report_summary(report, &a->st.sum);
+		drop_in_sync(rj);
 		stamp_first_seen(a, rj, now);
 		json_decref(a->st.report);
 		a->st.report = rj;

@@ -351,6 +351,14 @@ struct kube_watch_options {
 	const char *resource_version; /* start after it; NULL: list first */
 	bool bookmarks;		      /* allowWatchBookmarks (opts NULL: on) */
 	unsigned timeout_s;	      /* server-side timeoutSeconds; 0: 300 */
+	/*
+	 * Re-list page by page, so a large list is never held whole: fn
+	 * sees "RELIST_BEGIN" (object NULL), "RELIST_PAGE" for each page
+	 * (object: that page's items) and "RELIST_END" (object NULL) once
+	 * the list is complete, instead of one "RELIST". A list that fails
+	 * midway has no END; the next attempt starts with BEGIN again.
+	 */
+	bool paged_relist;
 };
 
 /*

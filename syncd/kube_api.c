@@ -176,9 +176,15 @@ static void api_version(struct buf *out, const struct kube_resource *r)
  * One pass over every page. *expired tells a 410 on a continue token
  * (the caller starts again); the 410's message stays in `local`.
  */
+/*
+ * The pages of a LIST: appended to `items`, or, with `page_fn`, handed
+ * to it one page at a time (a non-zero return stops the list and is
+ * returned).
+ */
 static int list_pages(struct kube_client *c, const struct kube_resource *r,
 		      const char *ns, const struct kube_list_options *opts,
 		      json_t *items, char **rv, bool *expired,
+		      int (*page_fn)(json_t *page, void *ctx), void *page_ctx,
 		      struct err *local)
 {
 	struct kube_response resp = KUBE_RESPONSE_INIT;
@@ -234,8 +240,12 @@ static int list_pages(struct kube_client *c, const struct kube_resource *r,
 			if (!json_object_get(it, "apiVersion"))
 				json_object_set_new(it, "apiVersion",
 						    json_string(av.ptr));
-			json_array_append(items, it);
+			if (!page_fn)
+				json_array_append(items, it);
 		}
+		if (page_fn && json_is_array(list_items) &&
+		    (error = page_fn(list_items, page_ctx)) != 0)
+			goto out;
 		meta = json_object_get(resp.json, "metadata");
 		if (rv) {
 			const char *v = json_string_value(
@@ -285,7 +295,7 @@ int kube_list(struct kube_client *c, const struct kube_resource *r,
 			goto out;
 		}
 		error = list_pages(c, r, ns, opts, arr, rv ? &version : NULL,
-				   &expired, &local);
+				   &expired, NULL, NULL, &local);
 		if (error >= 0 || !expired)
 			break;
 	}
@@ -607,6 +617,55 @@ static long jitter(long n)
 	return (long)((unsigned long)ts.tv_nsec % (unsigned long)n);
 }
 
+/* One page of a paged re-list: a RELIST_PAGE event. */
+static int relist_page(json_t *page, void *ctx)
+{
+	struct watch_state *st = ctx;
+	struct kube_watch_event ev = {"RELIST_PAGE", page};
+
+	st->fn_ret = st->fn(&ev, st->ctx);
+	return st->fn_ret;
+}
+
+/*
+ * A paged re-list: RELIST_BEGIN, RELIST_PAGE for each page, RELIST_END
+ * once the list is complete (its resourceVersion is then the watch's).
+ */
+static int relist_paged(struct kube_client *c, const struct kube_resource *r,
+			const char *ns, const struct kube_watch_options *opts,
+			struct watch_state *st, struct err *err)
+{
+	struct kube_list_options lo = {0};
+	struct kube_watch_event ev = {"RELIST_BEGIN", NULL};
+	struct err local = ERR_INIT;
+	char *rv = NULL;
+	bool expired = false;
+	int error;
+
+	lo.label_selector = opts->label_selector;
+	if ((st->fn_ret = st->fn(&ev, st->ctx)) != 0)
+		return 0;
+	error = list_pages(c, r, ns, &lo, NULL, &rv, &expired, relist_page, st,
+			   &local);
+	if (st->fn_ret) {
+		error = 0; /* the callback stopped it: its return says why */
+		goto out;
+	}
+	if (error < 0) {
+		fail(err, &local, error, "list", r, ns, NULL);
+		goto out;
+	}
+	free(st->rv);
+	st->rv = rv;
+	rv = NULL;
+	ev.type = "RELIST_END";
+	st->fn_ret = st->fn(&ev, st->ctx);
+out:
+	free(rv);
+	err_release(&local);
+	return error;
+}
+
 /* List, hand the items to fn as a RELIST event, continue from its rv. */
 static int relist(struct kube_client *c, const struct kube_resource *r,
 		  const char *ns, const struct kube_watch_options *opts,
@@ -618,6 +677,8 @@ static int relist(struct kube_client *c, const struct kube_resource *r,
 	char *rv = NULL;
 	int error;
 
+	if (opts && opts->paged_relist)
+		return relist_paged(c, r, ns, opts, st, err);
 	lo.label_selector = opts ? opts->label_selector : NULL;
 	error = kube_list(c, r, ns, &lo, &items, &rv, err);
 	if (error < 0)
@@ -663,6 +724,11 @@ int kube_watch(struct kube_client *c, const struct kube_resource *r,
 		if (need_list) {
 			err_reset(&local);
 			error = relist(c, r, ns, opts, &st, &local);
+			if (error == ERR_INVALID || error == ERR_NOTFOUND) {
+				/* Refused or gone: trying again will not help. */
+				err_move(err, &local);
+				goto out;
+			}
 			if (error < 0)
 				goto failed;
 			need_list = false;

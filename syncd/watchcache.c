@@ -25,8 +25,19 @@ struct watch {
 	struct kube_resource res; /* our copy; verbs stay NULL */
 	char *ns;		  /* NULL: every namespace */
 	char *selector;		  /* NULL: all */
-	json_t *objects;	  /* "namespace/name" -> object */
+	/*
+	 * The objects, as compact JSON text (a json string each: about a
+	 * third of the memory of a parsed object), grouped by the value of
+	 * their part-of label ("" without one) so that one app's objects
+	 * are found without looking at the others':
+	 *   by_label: label value -> "namespace/name" -> text
+	 *   labels:   "namespace/name" -> label value
+	 */
+	json_t *by_label;
+	json_t *labels;
+	json_t *seen;		  /* keys of a paged re-list so far */
 	bool synced;		  /* the first list arrived */
+	bool refused;		  /* the first list was refused (401/403) */
 	bool running;		  /* the thread was started, not joined */
 	pthread_t thread;
 };
@@ -79,7 +90,9 @@ static void watch_free(struct watch *w)
 	free(w->res.kind);
 	free(w->ns);
 	free(w->selector);
-	json_decref(w->objects);
+	json_decref(w->by_label);
+	json_decref(w->labels);
+	json_decref(w->seen);
 	free(w);
 }
 
@@ -115,30 +128,41 @@ static const char *rv_of(const json_t *obj)
 		json_object_get(obj, "metadata"), "resourceVersion"));
 }
 
-/*
- * The object as stored: without status. A shallow copy is enough: the
- * cache never modifies what it stores, and the event's own value is
- * released by kube_watch after the callback. New reference or NULL.
- */
-static json_t *strip(json_t *obj)
+/* An object parsed back from its stored text (new reference or NULL). */
+static json_t *parse(const json_t *text)
 {
-	json_t *copy;
-
-	if (!json_object_get(obj, "status"))
-		return json_incref(obj);
-	copy = json_copy(obj);
-	if (copy)
-		json_object_del(copy, "status");
-	return copy;
+	return json_loadb(json_string_value(text), json_string_length(text), 0,
+			  NULL);
 }
 
-/* Add obj's label value to the list to report (once each). */
-static void note(json_t *report, const json_t *obj)
+/*
+ * The object as stored: compact text without status (not compared by
+ * syncd, often the largest and busiest part). New reference or NULL.
+ */
+static json_t *store_text(json_t *obj)
 {
-	const char *v = part_of(obj);
+	json_t *copy = json_object_get(obj, "status") ? json_copy(obj)
+						      : json_incref(obj);
+	json_t *text = NULL;
+	char *dump;
+
+	if (!copy)
+		return NULL;
+	json_object_del(copy, "status");
+	if ((dump = json_dumps(copy, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+		text = json_string_nocheck(dump);
+		free(dump);
+	}
+	json_decref(copy);
+	return text;
+}
+
+/* Add a label value to the list to report (once each; NULL: none). */
+static void note_value(json_t *report, const char *v)
+{
 	size_t i;
 
-	if (!v || !report)
+	if (!v || !*v || !report)
 		return;
 	for (i = 0; i < json_array_size(report); i++)
 		if (!strcmp(json_string_value(json_array_get(report, i)), v))
@@ -146,72 +170,139 @@ static void note(json_t *report, const json_t *obj)
 	json_array_append_new(report, json_string(v));
 }
 
-/* A re-list: replace the map, reporting what differs. Lock held. */
-static int apply_relist(struct watch *w, json_t *items, json_t *report)
+/* Forget key. Lock held. */
+static void drop_key(struct watch *w, const char *k)
 {
-	json_t *fresh = json_object(), *obj, *old;
-	const char *key;
+	const char *label = json_string_value(json_object_get(w->labels, k));
+
+	if (!label)
+		return;
+	json_object_del(json_object_get(w->by_label, label), k);
+	if (!json_object_size(json_object_get(w->by_label, label)))
+		json_object_del(w->by_label, label);
+	json_object_del(w->labels, k);
+}
+
+/* Store obj under key. Lock held. */
+static int put_key(struct watch *w, const char *k, json_t *obj)
+{
+	const char *label = part_of(obj);
+	json_t *text = store_text(obj), *bucket;
+
+	if (!label)
+		label = "";
+	if (!text)
+		return ERR_NOMEM;
+	drop_key(w, k);
+	if (!(bucket = json_object_get(w->by_label, label))) {
+		if (json_object_set_new(w->by_label, label,
+					bucket = json_object())) {
+			json_decref(text);
+			return ERR_NOMEM;
+		}
+	}
+	if (json_object_set_new(bucket, k, text) ||
+	    json_object_set_new(w->labels, k, json_string(label)))
+		return ERR_NOMEM;
+	return 0;
+}
+
+/* The stored text of key, or NULL. Lock held. */
+static json_t *get_key(struct watch *w, const char *k)
+{
+	const char *label = json_string_value(json_object_get(w->labels, k));
+
+	return label ? json_object_get(json_object_get(w->by_label, label), k)
+		     : NULL;
+}
+
+/*
+ * One page of a re-list: store what changed (old objects are parsed back
+ * only to compare resourceVersions, which a re-list, rare, needs) and
+ * remember the keys seen. Lock held.
+ */
+static int relist_page(struct watch *w, json_t *items, json_t *report)
+{
+	json_t *obj, *old, *parsed;
 	char k[768];
 	size_t i;
 	int error = 0;
 
-	if (!fresh)
+	if (!w->seen && !(w->seen = json_object()))
 		return ERR_NOMEM;
 	json_array_foreach(items, i, obj)
 	{
-		json_t *stored;
-
 		if (!object_key(obj, k, sizeof(k)))
 			continue;
-		if (!(stored = strip(obj)) ||
-		    json_object_set_new(fresh, k, stored)) {
-			error = ERR_NOMEM;
-			goto out;
+		if (json_object_set_new(w->seen, k, json_true()))
+			return ERR_NOMEM;
+		old = get_key(w, k);
+		parsed = old ? parse(old) : NULL;
+		if (!parsed || !same_str(rv_of(parsed), rv_of(obj))) {
+			note_value(report, json_string_value(
+						   json_object_get(w->labels, k)));
+			note_value(report, part_of(obj));
+			error = put_key(w, k, obj);
 		}
-		old = json_object_get(w->objects, k);
-		if (!old || !same_str(rv_of(old), rv_of(obj))) {
-			note(report, old);
-			note(report, obj);
-		}
+		json_decref(parsed);
+		if (error < 0)
+			return error;
 	}
-	json_object_foreach(w->objects, key, old)
-	{
-		if (!json_object_get(fresh, key))
-			note(report, old);
-	}
-	json_decref(w->objects);
-	w->objects = fresh;
-	fresh = NULL;
-	w->synced = true;
-out:
-	json_decref(fresh);
-	return error;
+	return 0;
 }
 
-/* One event into the map. Lock held. */
+/* The re-list is complete: forget what it did not list. Lock held. */
+static void relist_end(struct watch *w, json_t *report)
+{
+	const char *key;
+	json_t *label;
+	void *tmp;
+
+	json_object_foreach_safe(w->labels, tmp, key, label)
+	{
+		if (w->seen && json_object_get(w->seen, key))
+			continue;
+		note_value(report, json_string_value(label));
+		drop_key(w, key);
+	}
+	json_decref(w->seen);
+	w->seen = NULL;
+	w->synced = true;
+	w->refused = false;
+}
+
+/* A whole re-list at once. Lock held. */
+static int apply_relist(struct watch *w, json_t *items, json_t *report)
+{
+	int error;
+
+	json_decref(w->seen);
+	w->seen = NULL;
+	if ((error = relist_page(w, items, report)) < 0)
+		return error;
+	relist_end(w, report);
+	return 0;
+}
+
+/* One event into the maps. Lock held. */
 static int apply_event(struct watch *w, const char *type, json_t *obj,
 		       json_t *report)
 {
-	json_t *old, *stored;
 	char k[768];
 
 	if (!object_key(obj, k, sizeof(k)))
 		return 0;
-	old = json_object_get(w->objects, k);
+	note_value(report,
+		   json_string_value(json_object_get(w->labels, k)));
 	if (!strcmp(type, "DELETED")) {
-		note(report, old);
-		note(report, obj);
-		json_object_del(w->objects, k);
+		note_value(report, part_of(obj));
+		drop_key(w, k);
 		return 0;
 	}
 	if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED"))
 		return 0;
-	note(report, old);
-	note(report, obj);
-	if (!(stored = strip(obj)) ||
-	    json_object_set_new(w->objects, k, stored))
-		return ERR_NOMEM;
-	return 0;
+	note_value(report, part_of(obj));
+	return put_key(w, k, obj);
 }
 
 static int on_event(const struct kube_watch_event *ev, void *ctx)
@@ -225,15 +316,24 @@ static int on_event(const struct kube_watch_event *ev, void *ctx)
 	if (!strcmp(ev->type, "BOOKMARK"))
 		goto out;
 	pthread_mutex_lock(&wc->lock);
-	if (!strcmp(ev->type, "RELIST"))
+	if (!strcmp(ev->type, "RELIST")) {
 		error = apply_relist(w, ev->object, report);
-	else
+	} else if (!strcmp(ev->type, "RELIST_BEGIN")) {
+		json_decref(w->seen);
+		w->seen = NULL;
+	} else if (!strcmp(ev->type, "RELIST_PAGE")) {
+		error = relist_page(w, ev->object, report);
+	} else if (!strcmp(ev->type, "RELIST_END")) {
+		relist_end(w, report);
+	} else {
 		error = apply_event(w, ev->type, ev->object, report);
+	}
 	pthread_mutex_unlock(&wc->lock);
 	for (i = 0; i < json_array_size(report); i++)
 		wc->opts.changed(json_string_value(json_array_get(report, i)),
-				 strcmp(ev->type, "RELIST") ? rv_of(ev->object)
-							    : NULL,
+				 strncmp(ev->type, "RELIST", 6)
+					 ? rv_of(ev->object)
+					 : NULL,
 				 wc->opts.ctx);
 out:
 	json_decref(report);
@@ -274,12 +374,28 @@ static void *run(void *arg)
 	wo.label_selector = w->selector;
 	wo.bookmarks = true;
 	wo.timeout_s = wc->opts.watch_timeout_s;
+	wo.paged_relist = true; /* a large list is never held whole */
 	while (!wc->stop) {
+		int error;
+
 		err_reset(&err);
-		kube_watch(wc->client, &w->res, w->ns, &wo, on_event, w,
-			   &wc->stop, &err);
+		error = kube_watch(wc->client, &w->res, w->ns, &wo, on_event, w,
+				   &wc->stop, &err);
 		if (wc->stop)
 			break;
+		/*
+		 * Not allowed to list (401/403, e.g. a namespaced role asked
+		 * for every namespace): say so and stop; the owner can watch
+		 * narrower instead.
+		 */
+		if (error == ERR_INVALID) {
+			pthread_mutex_lock(&wc->lock);
+			if (!w->synced)
+				w->refused = true;
+			pthread_mutex_unlock(&wc->lock);
+			if (w->refused)
+				break;
+		}
 		nap(wc, backoff);
 		backoff = backoff * 2 > RESTART_CAP_MS ? RESTART_CAP_MS
 						       : backoff * 2;
@@ -331,8 +447,10 @@ int watchcache_watch(struct watchcache *wc,
 	w->res.version = dup_or_null(resource->version);
 	w->res.name = dup_or_null(resource->name);
 	w->res.kind = dup_or_null(resource->kind);
-	w->objects = json_object();
-	if (!w->res.group || !w->res.version || !w->res.name || !w->objects)
+	w->by_label = json_object();
+	w->labels = json_object();
+	if (!w->res.group || !w->res.version || !w->res.name || !w->by_label ||
+	    !w->labels)
 		goto nomem;
 	if (norm_ns(resource, ns) && !(w->ns = strdup(ns)))
 		goto nomem;
@@ -384,33 +502,82 @@ bool watchcache_all_synced(struct watchcache *wc)
 	return synced;
 }
 
-int watchcache_list(struct watchcache *wc, const struct kube_resource *resource,
-		    const char *ns, const char *label_selector, json_t **items,
-		    struct err *err)
+bool watchcache_refused(struct watchcache *wc,
+			const struct kube_resource *resource, const char *ns,
+			const char *label_selector)
 {
 	struct watch *w;
-	json_t *arr = NULL, *obj;
-	const char *key;
+	bool refused;
+
+	pthread_mutex_lock(&wc->lock);
+	w = find_watch(wc, resource, ns, label_selector);
+	refused = w && w->refused;
+	pthread_mutex_unlock(&wc->lock);
+	return refused;
+}
+
+/* Collect the texts of one label bucket (all: NULL) under `only_ns`. */
+static int collect(struct watch *w, const char *label, const char *only_ns,
+		   json_t *texts)
+{
+	json_t *bucket, *text;
+	const char *l, *key;
+	size_t nslen = only_ns ? strlen(only_ns) : 0;
+
+	json_object_foreach(w->by_label, l, bucket)
+	{
+		if (label && strcmp(l, label))
+			continue;
+		json_object_foreach(bucket, key, text)
+		{
+			/* Keys are "namespace/name". */
+			if (only_ns && (strncmp(key, only_ns, nslen) ||
+					key[nslen] != '/'))
+				continue;
+			if (json_array_append(texts, text))
+				return ERR_NOMEM;
+		}
+	}
+	return 0;
+}
+
+int watchcache_list_part_of(struct watchcache *wc,
+			    const struct kube_resource *resource,
+			    const char *ns, const char *label_selector,
+			    const char *part_of_value, const char *only_ns,
+			    json_t **items, struct err *err)
+{
+	struct watch *w;
+	json_t *texts = json_array(), *arr = NULL, *text;
+	size_t i;
 	int error = 0;
 
 	*items = NULL;
+	if (!texts)
+		return err_set(err, ERR_NOMEM, "%s: out of memory",
+			       resource->name);
 	pthread_mutex_lock(&wc->lock);
 	w = find_watch(wc, resource, ns, label_selector);
-	if (!w) {
+	if (!w)
 		error = err_set(err, ERR_NOTFOUND, "%s: not watched",
 				resource->name);
-		goto out;
-	}
-	if (!w->synced) {
+	else if (!w->synced)
 		error = err_set(err, ERR_TIMEOUT, "%s: not synced yet",
 				resource->name);
+	else if (collect(w, part_of_value, only_ns, texts) < 0)
+		error = err_set(err, ERR_NOMEM, "%s: out of memory",
+				resource->name);
+	pthread_mutex_unlock(&wc->lock);
+	if (error)
 		goto out;
-	}
+	/* Parsed without the lock: the texts are ours (referenced). */
 	if (!(arr = json_array()))
 		goto nomem;
-	json_object_foreach(w->objects, key, obj)
+	json_array_foreach(texts, i, text)
 	{
-		if (json_array_append(arr, obj))
+		json_t *obj = parse(text);
+
+		if (!obj || json_array_append_new(arr, obj))
 			goto nomem;
 	}
 	*items = arr;
@@ -419,9 +586,17 @@ int watchcache_list(struct watchcache *wc, const struct kube_resource *resource,
 nomem:
 	error = err_set(err, ERR_NOMEM, "%s: out of memory", resource->name);
 out:
-	pthread_mutex_unlock(&wc->lock);
+	json_decref(texts);
 	json_decref(arr);
 	return error;
+}
+
+int watchcache_list(struct watchcache *wc, const struct kube_resource *resource,
+		    const char *ns, const char *label_selector, json_t **items,
+		    struct err *err)
+{
+	return watchcache_list_part_of(wc, resource, ns, label_selector, NULL,
+				       NULL, items, err);
 }
 
 void watchcache_stop(struct watchcache *wc)

@@ -6,12 +6,10 @@
  * memory, keyed by "namespace/name". The controller reads snapshots from
  * it instead of listing the cluster on every pass.
  *
- * Memory: objects are stored without `status` (it is not part of what
- * syncd compares and is often the largest, busiest part of an object);
- * `metadata.managedFields` is kept because the diff needs it.
- *
- * Objects handed out are shared with the cache: treat them as read-only.
- * The cache never modifies a stored object; an update replaces it.
+ * Memory: objects are stored as compact JSON text without `status` (it
+ * is not part of what syncd compares and is often the largest, busiest
+ * part of an object), indexed by their part-of label; snapshots parse
+ * them back. `metadata.managedFields` is kept because the diff needs it.
  *
  * Changes: the `changed` callback of the options is called for every
  * ADDED, MODIFIED or DELETED object carrying the inventory label
@@ -80,14 +78,35 @@ bool watchcache_synced(struct watchcache *wc,
 bool watchcache_all_synced(struct watchcache *wc);
 
 /*
- * A snapshot of that watch's objects: *items gets a new array (caller
- * owns it; the objects in it are shared, read-only). ERR_NOTFOUND when
- * it was never started, ERR_TIMEOUT ("not synced yet") before its first
- * list completed.
+ * A snapshot of that watch's objects: *items gets a new array of new
+ * objects (the cache keeps compact text and parses it for each
+ * snapshot). ERR_NOTFOUND when it was never started, ERR_TIMEOUT ("not
+ * synced yet") before its first list completed.
  */
 int watchcache_list(struct watchcache *wc, const struct kube_resource *resource,
 		    const char *ns, const char *label_selector, json_t **items,
 		    struct err *err);
+
+/*
+ * watchcache_list() of only the objects whose part-of label is
+ * `part_of_value` (NULL: any) and, when `only_ns` is set, in that
+ * namespace (for a watch of every namespace). Finding them does not
+ * look at the other objects.
+ */
+int watchcache_list_part_of(struct watchcache *wc,
+			    const struct kube_resource *resource,
+			    const char *ns, const char *label_selector,
+			    const char *part_of_value, const char *only_ns,
+			    json_t **items, struct err *err);
+
+/*
+ * Whether that watch's first list was refused (401/403, e.g. every
+ * namespace asked of a namespaced role): its thread has stopped and the
+ * watch will never sync.
+ */
+bool watchcache_refused(struct watchcache *wc,
+			const struct kube_resource *resource, const char *ns,
+			const char *label_selector);
 
 /*
  * Stop every watch thread and wait for them (a quiet stream notices the

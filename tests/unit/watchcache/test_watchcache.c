@@ -481,3 +481,72 @@ Test(watchcache, label_selector_is_its_own_watch, .init = setup)
 		"a");
 	json_decref(items);
 }
+
+Test(watchcache, a_large_list_is_stored_page_by_page, .init = setup)
+{
+	const struct kube_resource *cm = find("ConfigMap");
+	json_t *items = NULL;
+	char name[32];
+
+	for (int i = 0; i < 1100; i++) {
+		snprintf(name, sizeof(name), "cm-%04d", i);
+		apply_cm("default", name, "v", i % 2 ? "odd" : "even");
+	}
+	test_emu_reset_stats(&emu);
+	cr_assert_eq(watchcache_watch(wc, cm, NULL, WATCHCACHE_PART_OF_LABEL,
+				      &err),
+		     0, "%s", err_msg(&err));
+	{
+		long deadline = now_ms() + WAIT_MS;
+
+		while (!watchcache_synced(wc, cm, NULL,
+					  WATCHCACHE_PART_OF_LABEL) &&
+		       now_ms() < deadline)
+			pause_ms(20);
+	}
+	/* Three pages of at most 500: never one list of everything. */
+	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 200), 3);
+	cr_assert_eq(watchcache_list_part_of(wc, cm, NULL,
+					     WATCHCACHE_PART_OF_LABEL, "odd",
+					     NULL, &items, &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_eq(json_array_size(items), 550);
+	json_decref(items);
+	/* One namespace of a watch of every namespace. */
+	cr_assert_eq(watchcache_list_part_of(wc, cm, NULL,
+					     WATCHCACHE_PART_OF_LABEL, "even",
+					     "default", &items, &err),
+		     0);
+	cr_assert_eq(json_array_size(items), 550);
+	json_decref(items);
+	cr_assert_eq(watchcache_list_part_of(wc, cm, NULL,
+					     WATCHCACHE_PART_OF_LABEL, "even",
+					     "other", &items, &err),
+		     0);
+	cr_assert_eq(json_array_size(items), 0);
+	json_decref(items);
+}
+
+static const char *const refuse_lists[] = {
+	"--faults", "verb=list,resource=configmaps,code=403", NULL};
+
+Test(watchcache, a_refused_list_stops_the_watch)
+{
+	const struct kube_resource *cm;
+
+	start_with(refuse_lists);
+	cm = find("ConfigMap");
+	cr_assert_eq(watchcache_watch(wc, cm, NULL, NULL, &err), 0);
+	{
+		long deadline = now_ms() + WAIT_MS;
+
+		while (!watchcache_refused(wc, cm, NULL, NULL) &&
+		       now_ms() < deadline)
+			pause_ms(20);
+	}
+	cr_assert(watchcache_refused(wc, cm, NULL, NULL));
+	cr_assert_not(watchcache_synced(wc, cm, NULL, NULL));
+	/* Not tried again: the owner watches narrower instead. */
+	pause_ms(1500);
+	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 403), 1);
+}
