@@ -234,6 +234,40 @@ hget /hooks/git -X POST -H "Content-Type: application/json" -H "X-GitHub-Event: 
 	--data-binary @"$tmp/big"
 expect_eq "$hcode" 413 "an oversized body: 413"
 
+# --- a failing write: a SyncFailed Event ------------------------------------
+# The edit is an update (PUT, as kubectl edit sends); only syncd's apply
+# (a PATCH) meets the fault.
+api POST /emu/faults text/plain 'verb=patch,resource=deployments.apps,name=web,code=422,count=1'
+api GET /apis/apps/v1/namespaces/default/deployments/web
+printf '%s' "$body" |
+	jq '.spec.template.spec.containers[0].image = "nginx:edited"' >"$tmp/edit.json"
+api PUT "/apis/apps/v1/namespaces/default/deployments/web?fieldManager=kubectl-edit" \
+	application/json "$(cat "$tmp/edit.json")"
+expect_eq "$code" 200 "kubectl edit-style update of web's image"
+sync_failed() {
+	api GET /apis/events.k8s.io/v1/namespaces/default/events
+	[ "$(printf '%s' "$body" | jq -r '[.items[] | select(.reason == "SyncFailed" and .regarding.name == "web")] | length')" -ge 1 ]
+}
+if wait_for 15 sync_failed; then
+	ok "a write the server refuses leaves a SyncFailed Event on the object"
+else
+	not_ok "a SyncFailed Event on the object: $(printf '%s' "$body" | jq -c '[.items[].reason]')"
+fi
+failed_state() {
+	hget /api/v1/apps/web
+	[ "$(printf '%s' "$hbody" | jq -r .lastSync.result)" = failure ]
+}
+if wait_for 10 failed_state; then
+	ok "/api/v1/apps/web: the failed pass shows (lastSync failure, error)"
+else
+	not_ok "the failed pass shows in the app's status: $hbody"
+fi
+if wait_for 30 image_is nginx:2.0; then
+	ok "the retry after the failure heals the edit"
+else
+	not_ok "the retry after the failure heals the edit: $(image)"
+fi
+
 # --- metrics ----------------------------------------------------------------
 hget /metrics
 printf '%s\n' "$hbody" >"$tmp/metrics.txt"

@@ -219,6 +219,12 @@ expect_eq "$(image)" nginx:fight "healing the rest does not write the fought ima
 expect_match 'msg="pass done" app=a .*fighting=1' "$(cat "$tmp/run.err")" \
 	"the pass line counts the held field"
 
+api GET /apis/events.k8s.io/v1/namespaces/default/events
+expect_eq "$(printf '%s' "$body" | jq -r '[.items[] | select(.reason == "FieldFight" and .type == "Warning") | .regarding.name] | unique | join(",")')" \
+	"scaled,web" "a FieldFight Event on each fought object"
+expect_match '"reason": *"DriftCorrected"' "$body" \
+	"the healed edit left a DriftCorrected Event"
+
 # The fighters stop; after the window syncd writes the fields again.
 kill "$f1" "$f2" 2>/dev/null
 wait "$f1" "$f2" 2>/dev/null
