@@ -11,6 +11,15 @@
 #   count VERB RESOURCE [CODE]
 #                          requests in /emu/stats (RESOURCE "*" for any)
 #   reset_stats            DELETE /emu/stats
+#   need_tools WHAT TOOL...
+#                          finish with "ok - TOOL not installed: WHAT
+#                          skipped" when a tool is missing, "not ok" when
+#                          $EMU or $SYNCD is not built
+#   wait_for SECONDS COMMAND...
+#                          until COMMAND succeeds, polling every 0.1 s
+#   term_wait PID [SECONDS]
+#                          SIGTERM, then wait for the exit (30 s by
+#                          default); $rc gets its status, 124 on timeout
 #
 # Every process started goes into $pids and is killed on exit, with $tmp.
 
@@ -71,3 +80,43 @@ count() {
 }
 
 reset_stats() { api DELETE /emu/stats; }
+
+need_tools() {
+	local what=$1 tool
+	shift
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null 2>&1; then
+			ok "$tool not installed: $what skipped"
+			finish
+		fi
+	done
+	if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
+		not_ok "$EMU or $SYNCD not built"
+		finish
+	fi
+}
+
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	for _ in $(seq "$n"); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+term_wait() {
+	local n=$((${2:-30} * 10))
+	rc=124
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq "$n"); do
+		if ! kill -0 "$1" 2>/dev/null; then
+			wait "$1"
+			rc=$?
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}

@@ -14,28 +14,10 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
 
-for tool in curl jq git openssl; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		ok "$tool not installed: run-http checks skipped"
-		finish
-	fi
-done
-if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
-	not_ok "$EMU or $SYNCD not built"
-	finish
-fi
+need_tools "run-http checks" curl jq git openssl
 
 emu_start_tls
 
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 repo="$tmp/repo"
 mkdir -p "$repo/apps/web" "$repo/apps/report"
@@ -327,16 +309,7 @@ expect_rc 2 "syncd status of an unknown app: exit 2"
 "$SYNCD" status --addr "$ep" -o json >"$tmp/st3.out" 2>&1
 expect_eq "$(jq -r '.apps | length' "$tmp/st3.out")" 2 "syncd status -o json: the document"
 
-kill -TERM "$run_pid"
-rc=124
-for _ in $(seq 300); do
-	if ! kill -0 "$run_pid" 2>/dev/null; then
-		wait "$run_pid"
-		rc=$?
-		break
-	fi
-	sleep 0.1
-done
+term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"
 if grep -q 'api-token-1\|gh-secret\|gl-token\|Bearer' "$tmp/run.err"; then
 	not_ok "no secret in the log"

@@ -10,28 +10,10 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
 
-for tool in curl jq git; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		ok "$tool not installed: run-leader checks skipped"
-		finish
-	fi
-done
-if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
-	not_ok "$EMU or $SYNCD not built"
-	finish
-fi
+need_tools "run-leader checks" curl jq git
 
 emu_start_tls
 
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 repo="$tmp/repo"
 mkdir -p "$repo/app"
@@ -144,16 +126,7 @@ if wait_for 10 image_is nginx:1.0; then ok "the new leader heals a manual edit";
 # A clean stop releases the Lease: replica-1 (back as standby) takes over.
 start 1
 sleep 1
-kill -TERM "${pid[2]}"
-rc=124
-for _ in $(seq 100); do
-	if ! kill -0 "${pid[2]}" 2>/dev/null; then
-		wait "${pid[2]}"
-		rc=$?
-		break
-	fi
-	sleep 0.1
-done
+term_wait "${pid[2]}" 10
 expect_rc 0 "the leader stops on SIGTERM with exit 0"
 released_or_taken() { [ "$(holder)" != replica-2 ]; }
 if released_or_taken; then ok "SIGTERM released the Lease"; else not_ok "SIGTERM released the Lease: $(holder)"; fi

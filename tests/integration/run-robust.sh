@@ -28,16 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in curl jq git; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		ok "$tool not installed: run robustness checks skipped"
-		finish
-	fi
-done
-if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
-	not_ok "$EMU or $SYNCD not built"
-	finish
-fi
+need_tools "run robustness checks" curl jq git
 
 # Under ASan: leaks inside libgit2 1.5.1 itself are not ours to fix.
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top/tests/integration/git/lsan.supp"
@@ -54,26 +45,16 @@ mkdir -p "$HOME"
 
 emu_start_tls
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded).
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # --- repositories --------------------------------------------------------
 repos="$tmp/repos"
 mkdir -p "$repos"
 # new_repo NAME: a bare repository $repos/NAME.git and its work tree
-# $tmp/work/NAME (branch main).
+# $tmp/clones/NAME (branch main).
 new_repo() {
 	git init -q --bare "$repos/$1.git"
 	git -C "$repos/$1.git" symbolic-ref HEAD refs/heads/main
-	git init -q -b main "$tmp/work/$1"
+	git init -q -b main "$tmp/clones/$1"
 }
 cm() { # NAME VALUE: a ConfigMap
 	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  value: "%s"\n' "$1" "$2"
@@ -99,15 +80,15 @@ EOF
 }
 # put REPO PATH: stdin into the work tree's PATH.
 put() {
-	mkdir -p "$(dirname "$tmp/work/$1/$2")"
-	cat >"$tmp/work/$1/$2"
+	mkdir -p "$(dirname "$tmp/clones/$1/$2")"
+	cat >"$tmp/clones/$1/$2"
 }
 # commit REPO MESSAGE: commit everything, push main, print the commit.
 commit() {
-	git -C "$tmp/work/$1" add -A &&
-		git -C "$tmp/work/$1" commit -q -m "$2" &&
-		git -C "$tmp/work/$1" push -q "$repos/$1.git" main &&
-		git -C "$tmp/work/$1" rev-parse HEAD
+	git -C "$tmp/clones/$1" add -A &&
+		git -C "$tmp/clones/$1" commit -q -m "$2" &&
+		git -C "$tmp/clones/$1" push -q "$repos/$1.git" main &&
+		git -C "$tmp/clones/$1" rev-parse HEAD
 }
 
 # --- the cluster side ----------------------------------------------------
@@ -182,17 +163,8 @@ start_syncd() {
 }
 # stop_syncd NAME: SIGTERM, at most 60 s for the exit; checks exit 0.
 stop_syncd() {
-	local rc=124
-	kill -TERM "$syncd_pid" 2>/dev/null
-	for _ in $(seq 600); do
-		if ! kill -0 "$syncd_pid" 2>/dev/null; then
-			wait "$syncd_pid"
-			rc=$?
-			break
-		fi
-		sleep 0.1
-	done
-	if [ "$rc" = 124 ]; then
+	local rc
+	if ! term_wait "$syncd_pid" 60; then
 		kill -KILL "$syncd_pid" 2>/dev/null
 		wait "$syncd_pid" 2>/dev/null
 	fi

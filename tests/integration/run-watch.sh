@@ -20,29 +20,10 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
 
-for tool in curl jq git; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		ok "$tool not installed: run-watch checks skipped"
-		finish
-	fi
-done
-if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
-	not_ok "$EMU or $SYNCD not built"
-	finish
-fi
+need_tools "run-watch checks" curl jq git
 
 emu_start_tls
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded).
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # --- the repository: four apps ------------------------------------------
 repo="$tmp/repo"
@@ -296,16 +277,7 @@ else
 	not_ok "after the restart app a heals again: $(image)"
 fi
 
-kill -TERM "$run_pid"
-rc=124
-for _ in $(seq 300); do
-	if ! kill -0 "$run_pid" 2>/dev/null; then
-		wait "$run_pid"
-		rc=$?
-		break
-	fi
-	sleep 0.1
-done
+term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"
 if grep -q 'Bearer\|BEGIN' "$tmp/run.err"; then
 	not_ok "no secret in the log"

@@ -10,16 +10,7 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
 
-for tool in curl jq git; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		ok "$tool not installed: run checks skipped"
-		finish
-	fi
-done
-if [ ! -x "$EMU" ] || [ ! -x "$SYNCD" ]; then
-	not_ok "$EMU or $SYNCD not built"
-	finish
-fi
+need_tools "run checks" curl jq git
 
 # --- a bad config: exit 2, every problem as FILE:LINE, nothing starts --
 cat >"$tmp/bad.yaml" <<'EOF'
@@ -39,16 +30,6 @@ expect_match "bad\.yaml:7:" "$errout" "bad config: the unknown key is named with
 # --- kube-emu ------------------------------------------------------------
 emu_start_tls
 
-# wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded).
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	for _ in $(seq "$n"); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # --- the repository: two apps ------------------------------------------
 repo="$tmp/repo"
@@ -196,16 +177,7 @@ expect_eq "$(printf '%s' "$body" | jq -r '"\(.spec.replicas) \(.spec.template.sp
 expect_match 'msg="object written" app=a revision=[0-9a-f]{40} object="?Deployment\.apps default/web' \
 	"$(cat "$tmp/run.err")" "every object written is logged with app, revision, object"
 
-kill -TERM "$run_pid"
-rc=124
-for _ in $(seq 300); do
-	if ! kill -0 "$run_pid" 2>/dev/null; then
-		wait "$run_pid"
-		rc=$?
-		break
-	fi
-	sleep 0.1
-done
+term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"
 if grep -q 'token\|BEGIN' "$tmp/run.err"; then
 	not_ok "no secret in the log"
