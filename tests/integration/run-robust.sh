@@ -309,6 +309,9 @@ else
 fi
 expect_eq "$(cm_value s1 f-a-settings) $(image_of s1 f-a-web) $(cm_value s1 f-b-settings)" \
 	"blue nginx:1.0 green" "restart: the objects are unchanged"
+# The renders of the first run are on disk: nothing is rendered again.
+expect_eq "$(grep -c 'msg=rendered' "$log1.2") $(grep -c 'msg="render read from the cache"' "$log1.2")" \
+	"0 2" "restart: both apps read their render back instead of rendering"
 stop_syncd "restart (second run)"
 
 # === 4. two apps from one repository =====================================
