@@ -187,8 +187,15 @@ static void reload(struct runner *run, const char *path)
 	if (config_load(&next, path, &err) < 0)
 		goto failed;
 	if (config_same_globals(prev, next)) {
-		if (controller_reload(run->ctl, next, &r, &err) < 0)
-			goto failed;
+		if (controller_reload(run->ctl, next, &r, &err) < 0) {
+			if (controller_config(run->ctl) != next)
+				goto failed;
+			/* Switched, but the queue did not restart. */
+			log_reload_errors(&err);
+			run->cfg = next;
+			config_free(prev);
+			goto out;
+		}
 		snprintf(counts, sizeof(counts),
 			 "added=%u removed=%u changed=%u unchanged=%u", r.added,
 			 r.removed, r.changed, r.unchanged);

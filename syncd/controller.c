@@ -1118,16 +1118,31 @@ static struct ctl_app *take_app(struct ctl_app **apps, size_t n,
 int controller_reload(struct controller *c, const struct config *cfg,
 		      struct controller_reload_result *res, struct err *err)
 {
-	struct ctl_app **apps = NULL, **old;
-	size_t nold, i;
+	struct ctl_app **apps = NULL, **pool = NULL, **dead = NULL, **old;
+	size_t nold, ndead = 0, n, i;
 	int error = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (!config_same_globals(c->cfg, cfg))
 		return err_set(err, ERR_INVALID, "settings outside apps "
 			       "changed: the controller must restart");
-	if (cfg->napps && !(apps = calloc(cfg->napps, sizeof(*apps))))
-		return err_set(err, ERR_NOMEM, "out of memory");
+	/*
+	 * HTTP and watch threads read the running set: the new one is built
+	 * beside it, swapped in under the lock, and what leaves is freed
+	 * only then.
+	 */
+	pthread_mutex_lock(&c->lock);
+	nold = c->napps;
+	pool = calloc(nold + 1, sizeof(*pool));
+	dead = calloc(nold + 1, sizeof(*dead));
+	if (pool)
+		memcpy(pool, c->apps, nold * sizeof(*pool));
+	pthread_mutex_unlock(&c->lock);
+	if (!pool || !dead ||
+	    (cfg->napps && !(apps = calloc(cfg->napps, sizeof(*apps))))) {
+		error = err_set(err, ERR_NOMEM, "out of memory");
+		goto fail;
+	}
 	/*
 	 * New apps are made before anything stops, so a failure leaves the
 	 * running set untouched; apps configured exactly as before keep
@@ -1147,65 +1162,63 @@ int controller_reload(struct controller *c, const struct config *cfg,
 			RELOAD_GRACE_MS / 1000);
 		goto fail;
 	}
-	old = c->apps;
-	nold = c->napps;
 	for (i = 0; i < cfg->napps; i++) {
-		struct ctl_app *prev = take_app(old, nold, cfg->apps[i].name);
+		struct ctl_app *prev = take_app(pool, nold, cfg->apps[i].name);
+		int e;
 
 		if (apps[i]) {
+			res->added += !prev;
+			res->changed += !!prev;
 			if (prev)
-				res->changed++;
-			else
-				res->added++;
-			if (prev)
-				ctl_metrics_forget(c, prev->cfg->name);
-			free_app(prev);
+				dead[ndead++] = prev;
 			continue;
 		}
 		/* Unchanged: the same settings, borrowed from the new file. */
+		pthread_mutex_lock(&c->lock);
 		release_config(prev);
-		if ((error = setup_config(prev, &cfg->apps[i], err)) < 0) {
-			free_app(prev); /* out of memory: the app is lost */
-			for (size_t j = i + 1; j < cfg->napps; j++)
-				if (!apps[j])
-					apps[j] = take_app(old, nold,
-							   cfg->apps[j].name);
-			apps[i] = NULL;
-			goto swap;
+		e = setup_config(prev, &cfg->apps[i], err);
+		pthread_mutex_unlock(&c->lock);
+		if (e < 0) {
+			/* Out of memory: this app is lost, the others go on. */
+			log_error("reload: app dropped", "app",
+				  cfg->apps[i].name, "error", err_first(err),
+				  NULL);
+			err_reset(err);
+			dead[ndead++] = prev;
+			continue;
 		}
 		apps[i] = prev;
 		res->unchanged++;
 	}
-swap:
 	for (i = 0; i < nold; i++)
-		if (old[i]) {
+		if (pool[i]) {
 			res->removed++;
-			ctl_metrics_forget(c, old[i]->cfg->name);
-			free_app(old[i]);
+			dead[ndead++] = pool[i];
 		}
-	free(old);
+	for (i = n = 0; i < cfg->napps; i++)
+		if (apps[i])
+			apps[n++] = apps[i];
 	pthread_mutex_lock(&c->lock);
+	old = c->apps;
 	c->apps = apps;
-	c->napps = cfg->napps;
-	/* A failed setup above leaves a hole: close it. */
-	for (i = 0; i < c->napps;) {
-		if (c->apps[i]) {
-			i++;
-			continue;
-		}
-		memmove(&c->apps[i], &c->apps[i + 1],
-			(c->napps - i - 1) * sizeof(*c->apps));
-		c->napps--;
-	}
+	c->napps = n;
 	c->cfg = cfg;
 	pthread_mutex_unlock(&c->lock);
-	if (error < 0)
-		return error;
+	for (i = 0; i < ndead; i++) {
+		ctl_metrics_forget(c, dead[i]->cfg->name);
+		free_app(dead[i]);
+	}
+	free(old);
+	free(pool);
+	free(dead);
+	/* From here on the controller runs `cfg`, whatever happens. */
 	return start_queue(c, true, err);
 fail:
-	for (i = 0; i < cfg->napps; i++)
+	for (i = 0; apps && i < cfg->napps; i++)
 		free_app(apps[i]);
 	free(apps);
+	free(pool);
+	free(dead);
 	return error;
 }
 
@@ -1221,6 +1234,11 @@ int controller_stop(struct controller *c, unsigned grace_ms)
 	err_release(&err);
 	watchcache_stop(c->wc);
 	return error;
+}
+
+const struct config *controller_config(const struct controller *c)
+{
+	return c->cfg;
 }
 
 void controller_free(struct controller *c)

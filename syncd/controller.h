@@ -69,12 +69,17 @@ struct controller_reload_result {
  * (their objects stay in the cluster), changed apps start over, and
  * unchanged apps keep their state. Passes in flight finish first. On
  * success the controller borrows `cfg` from then on (the caller frees the
- * old one); on failure the old configuration keeps running.
+ * old one); on failure the old configuration keeps running, unless the
+ * switch was made and only restarting the work queue failed (out of
+ * memory): controller_config() says which configuration it borrows.
  */
 int controller_reload(struct controller *c, const struct config *cfg,
 		      struct controller_reload_result *res, struct err *err);
 
 void controller_free(struct controller *c);
+
+/* The configuration the controller runs (borrowed from the caller). */
+const struct config *controller_config(const struct controller *c);
 
 /*
  * What the HTTP endpoint serves (docs/http-api.md); every function is
