@@ -119,6 +119,7 @@ static int h_push(void *ctx, const char *const *urls, size_t nurls,
 		  const char *branch)
 {
 	struct runner *r = ctx;
+	struct buf repo = BUF_INIT;
 	char n[16];
 	int count;
 
@@ -126,8 +127,12 @@ static int h_push(void *ctx, const char *const *urls, size_t nurls,
 	count = controller_push(r->ctl, urls, nurls, branch);
 	pthread_rwlock_unlock(&r->lock);
 	snprintf(n, sizeof(n), "%d", count);
-	log_info("push event", "repo", nurls ? urls[0] : "", "branch", branch,
+	/* Host and path only: a URL in an event could carry credentials. */
+	if (nurls)
+		controller_repo_key(urls[0], &repo);
+	log_info("push event", "repo", buf_cstr(&repo), "branch", branch,
 		 "apps", n, NULL);
+	buf_release(&repo);
 	return count;
 }
 
