@@ -20,7 +20,7 @@
 #define RUN_GRACE_MS 30000u
 
 static const char usage[] =
-	"usage: syncd run -c FILE [--once]\n"
+	"usage: syncd run -c FILE [--once | --check]\n"
 	"\n"
 	"Keep every app of FILE (see docs/config.md) equal to its Git\n"
 	"source: each app is polled every source.interval and re-read\n"
@@ -33,6 +33,8 @@ static const char usage[] =
 	"\n"
 	"  -c, --config FILE          the configuration file (required)\n"
 	"      --once                 run every app once and exit\n"
+	"      --check                only check FILE: print a summary and\n"
+	"                             exit 0, or every problem and exit 2\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"Exit status: 0 (with --once: every app converged), 1 some app\n"
@@ -258,13 +260,14 @@ static int run_main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"once", no_argument, NULL, 'o'},
+		{"check", no_argument, NULL, 'k'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct runner run = {.ctl = NULL};
 	struct err err = ERR_INIT;
 	const char *path = NULL;
-	bool once = false;
+	bool once = false, check = false;
 	sigset_t sigs;
 	int c, sig, r, rc = EXIT_ERROR;
 
@@ -278,6 +281,9 @@ static int run_main(int argc, char **argv)
 		case 'o':
 			once = true;
 			break;
+		case 'k':
+			check = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return EXIT_OK;
@@ -290,8 +296,17 @@ static int run_main(int argc, char **argv)
 				       argv[optind]);
 	if (!path)
 		return cli_usage_error(&cli_run_command, "missing -c FILE");
+	if (once && check)
+		return cli_usage_error(&cli_run_command,
+				       "--once and --check exclude each other");
 	if (config_load(&run.cfg, path, &err) < 0)
 		goto fail;
+	if (check) {
+		printf("%s: valid, %zu app%s\n", path, run.cfg->napps,
+		       run.cfg->napps == 1 ? "" : "s");
+		rc = EXIT_OK;
+		goto out;
+	}
 	log_setup(stderr, run.cfg->log_format, run.cfg->log_level);
 	if (!once && !(run.metrics = metrics_new())) {
 		err_set(&err, ERR_NOMEM, "out of memory");

@@ -277,15 +277,9 @@ rbac_covers "in-cluster: every request is granted by the namespaced Role" \
 mkdir -p "$tmp/cm"
 jq -r '.items[] | select(.kind == "ConfigMap") | .data["syncd.yaml"]' \
 	"$tmp/deploy.json" >"$tmp/cm/syncd.yaml"
-# There is no check-only mode: a valid file gets as far as looking for
-# the cluster (none here), an invalid one stops at FILE:LINE problems.
-saved_home=$HOME
-HOME="$tmp/home"
-KUBECONFIG="$tmp/no-such-kubeconfig" run_syncd run --once -c "$tmp/cm/syncd.yaml"
-HOME=$saved_home
-if [ "$rc" -ne 0 ] && ! grep -Eq 'syncd\.yaml:[0-9]+:' "$tmp/.err" &&
-	grep -q 'no kubeconfig found' "$tmp/.err"; then
-	ok "the ConfigMap's syncd.yaml is a valid configuration"
+run_syncd run --check -c "$tmp/cm/syncd.yaml"
+if [ "$rc" -eq 0 ] && grep -q 'syncd.yaml: valid, 1 app$' "$tmp/.out"; then
+	ok "the ConfigMap's syncd.yaml is a valid configuration (syncd run --check)"
 else
 	not_ok "the ConfigMap's syncd.yaml is a valid configuration (exit $rc)"
 	printf '    stderr: %s\n' "$(head -c 2000 "$tmp/.err")"

@@ -26,6 +26,9 @@ run_syncd run -c "$tmp/bad.yaml"
 expect_rc 2 "bad config: exit 2"
 expect_match "bad\.yaml:2:" "$errout" "bad config: the wrong type is named with its line"
 expect_match "bad\.yaml:7:" "$errout" "bad config: the unknown key is named with its line"
+run_syncd run --check -c "$tmp/bad.yaml"
+expect_rc 2 "run --check of the bad config: exit 2"
+expect_match "bad\.yaml:2:" "$errout" "run --check names the problems with their lines"
 
 # --- kube-emu ------------------------------------------------------------
 emu_start_tls
@@ -103,6 +106,10 @@ image() {
 	api GET "$D"
 	printf '%s' "$body" | jq -r '.spec.template.spec.containers[0].image'
 }
+
+run_syncd run --check -c "$tmp/syncd.yaml"
+expect_eq "$rc $(cat "$tmp/.out")" "0 $tmp/syncd.yaml: valid, 2 apps" \
+	"run --check of a good config: exit 0 and a summary"
 
 # --- --once ------------------------------------------------------------
 run_syncd run -c "$tmp/syncd.yaml" --once
