@@ -200,6 +200,13 @@ expect_eq "$(image)" nginx:fight "healing the rest does not write the fought ima
 expect_match 'msg="pass done" app=a .*fighting=1' "$(cat "$tmp/run.err")" \
 	"the pass line counts the held field"
 
+port=$(sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$tmp/run.err" | head -1)
+report=$(curl -sS --max-time 5 "http://127.0.0.1:$port/api/v1/apps/a")
+expect_eq "$(printf '%s' "$report" | jq -r '.report.objects[] | select(.name == "web") | .fields[] | select(.owner == "fighting") | "\(.path) \(.fight.managers | join(",")) \(.fight.changes)"')" \
+	'.spec.template.spec.containers[name="web"].image syncd,kubectl-patch 3' \
+	"the app's report marks the image fighting, with both managers"
+expect_eq "$(printf '%s' "$report" | jq -r '.summary.fightingFields')" 1 \
+	"the app's summary counts one fighting field"
 api GET /apis/events.k8s.io/v1/namespaces/default/events
 expect_eq "$(printf '%s' "$body" | jq -r '[.items[] | select(.reason == "FieldFight" and .type == "Warning") | .regarding.name] | unique | join(",")')" \
 	"scaled,web" "a FieldFight Event on each fought object"
