@@ -27,7 +27,9 @@ run_syncd() {
 	rc=$?
 	# valgrind's own notices ("--PID-- WARNING: unhandled syscall" for
 	# pidfd_open) are not syncd's output; its errors ("==PID==") stay.
-	[ -n "${SYNCD_WRAP:-}" ] && sed -i '/^--[0-9]*-- /d' "$tmp/.err"
+	if [ -n "${SYNCD_WRAP:-}" ]; then
+		sed -i '/^--[0-9]*-- /d' "$tmp/.err"
+	fi
 	out=$(cat "$tmp/.out")
 	errout=$(cat "$tmp/.err")
 }
