@@ -271,6 +271,12 @@ static int run_main(int argc, char **argv)
 	sigset_t sigs;
 	int c, sig, r, rc = EXIT_ERROR;
 
+	/*
+	 * The daemon: a peer that goes away mid-request (a Git server
+	 * stopped while libgit2 writes to it, a scraper that hangs up) is an
+	 * error of that request, never the death of the process.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	pthread_rwlock_init(&run.lock, NULL);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {

@@ -71,6 +71,9 @@ struct git_source {
 	struct timespec deadline;
 	timer_t timer;
 	bool timer_armed;
+	sigset_t net_oldmask;	/* the thread's mask before net_begin() */
+	bool pipe_was_pending;	/* SIGPIPE was pending before net_begin() */
+	bool net_active;	/* between net_begin() and net_end() */
 	unsigned cred_attempts;
 	bool auth_failed, timed_out, too_big;
 	struct buf cb_msg;
@@ -761,6 +764,21 @@ static void net_begin(struct git_source *s)
 {
 	struct sigevent sev;
 	struct itimerspec its;
+	sigset_t pipe_set, pending;
+
+	/*
+	 * libgit2 does not write with MSG_NOSIGNAL everywhere: a server that
+	 * goes away mid-request would raise SIGPIPE and kill the process. It
+	 * is blocked in this thread for the operation and consumed after it
+	 * if the operation raised it (a library must not change the
+	 * process-wide disposition); the write itself fails with EPIPE.
+	 */
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	s->pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &s->net_oldmask);
+	s->net_active = true;
 
 	s->cred_attempts = 0;
 	s->auth_failed = s->timed_out = s->too_big = false;
@@ -787,9 +805,23 @@ static void net_begin(struct git_source *s)
 
 static void net_end(struct git_source *s)
 {
+	struct timespec zero = {0, 0};
+	sigset_t pipe_set, pending;
+
 	if (s->timer_armed)
 		timer_delete(s->timer);
 	s->timer_armed = false;
+	if (!s->net_active)
+		return; /* failed before net_begin() */
+	s->net_active = false;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	if (!s->pipe_was_pending && sigismember(&pending, SIGPIPE) == 1)
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 &&
+		       errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &s->net_oldmask, NULL);
 }
 
 /* Sum of file sizes under path (the cached repository). */
