@@ -1,7 +1,6 @@
 /*
  * controller: the `syncd run` loop (see controller.h).
  */
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -845,11 +844,6 @@ static int reconcile(const char *name, void *ctx)
 		return -1;
 	rc = pass(c, a);
 	a->failed = rc != 0;
-	/*
-	 * A pass parses and frees its app's objects; hand the freed memory
-	 * back rather than letting each worker's arena keep its peak.
-	 */
-	malloc_trim(0);
 	/* A held field is written again when its window ends: be there. */
 	if (a->fights && (end = fights_next_end_ms(a->fights, ctl_mono_ms()))) {
 		pthread_mutex_lock(&c->lock);
