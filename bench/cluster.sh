@@ -206,33 +206,13 @@ stats() { api GET /emu/stats >"$out/stats-$1.json"; }
 count() { # FILE JQ-FILTER: sum of counts of the matching rows
 	jq "[.requests[] | select($2) | .count] | add // 0" "$1"
 }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
-# run NAME EXPECTED-EXIT... -- CMD...: time CMD, peak RSS, exit status.
-run() {
-	local name=$1 ok=" $2 " t0 t1 rc=0
-	shift 3
-	reset_stats
-	t0=$(now)
-	/usr/bin/time -f %M -o "$out/$name.rss" "$@" \
-		>"$out/$name.out" 2>"$out/$name.err" || rc=$?
-	t1=$(now)
-	stats "$name"
-	wall=$(elapsed "$t0" "$t1")
-	rss=$(tail -n 1 "$out/$name.rss")
-	reqs=$(jq .total "$out/stats-$name.json")
-	if [[ $ok != *" $rc "* ]]; then
-		echo "$name: exit $rc (expected$ok)" >&2
-		head -c 3000 "$out/$name.err" >&2
-		exit 1
-	fi
-}
+. bench/lib.sh
 
 gen 1
 kc=(--kubeconfig "$tmp/kubeconfig")
 fast=(--qps 5000 --burst 5000)
-run sync-create 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 --app "$APP" \
+timed sync-create 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 --app "$APP" \
 	"${fast[@]}"
 created=$(count "$out/stats-sync-create.json" '.verb == "patch" and .code == 201')
 echo "initial sync: $created objects created in ${wall}s"
@@ -242,7 +222,7 @@ if [ "$created" -lt "$OBJECTS" ]; then
 fi
 
 # The no-drift diff.
-run syncd-diff 0 -- "$SYNCD" diff "$app" "${kc[@]}" -n bench-0 --app "$APP"
+timed syncd-diff 0 -- "$SYNCD" diff "$app" "${kc[@]}" -n bench-0 --app "$APP"
 d_wall=$wall d_rss=$rss d_reqs=$reqs
 d_lists=$(count "$out/stats-syncd-diff.json" '.verb == "list"')
 
@@ -251,7 +231,7 @@ if command -v kubectl >/dev/null; then
 	# A warm discovery cache, as a kubectl user has it.
 	kubectl "${kc[@]}" --cache-dir "$tmp/kcache" api-resources \
 		>/dev/null 2>&1 || true
-	run kubectl-diff 0 -- kubectl "${kc[@]}" --cache-dir "$tmp/kcache" \
+	timed kubectl-diff 0 -- kubectl "${kc[@]}" --cache-dir "$tmp/kcache" \
 		diff --server-side -f "$app"
 	k_wall=$wall k_rss=$rss k_reqs=$reqs
 else
@@ -265,7 +245,7 @@ change() { # NAME REV [SYNC-FLAGS...]: sets applied, rate
 	shift 2
 	rm -rf "$app"
 	gen "$rev"
-	run "$name" 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 \
+	timed "$name" 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 \
 		--app "$APP" "$@"
 	applied=$(count "$out/stats-$name.json" \
 		'.verb == "patch" and .code == 200')

@@ -153,8 +153,6 @@ config "$tmp/setup.yaml" false 5000 5000 "${RESYNC_S}s"
 config "$tmp/watch-off.yaml" false 50 100 "${RESYNC_S}s"
 config "$tmp/watch-on.yaml" true 50 100 3m
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 stats() { # NAME: /emu/stats into $out/stats-NAME.json
 	api GET /emu/stats
 	[ "$code" = 200 ] || die "GET /emu/stats: HTTP $code"
@@ -170,25 +168,7 @@ by_verb() { # NAME: "get=N list=N ..." (upper case, sorted)
 		join(" ")' "$out/stats-$1.json"
 }
 
-# timed NAME EXPECTED-EXITS -- CMD...: wall, peak RSS, requests of CMD.
-timed() {
-	local name=$1 ok=" $2 " t0 t1 rc=0
-	shift 3
-	reset_stats
-	t0=$(now)
-	/usr/bin/time -f %M -o "$out/$name.rss" "$@" \
-		>"$out/$name.out" 2>"$out/$name.err" || rc=$?
-	t1=$(now)
-	stats "$name"
-	wall=$(elapsed "$t0" "$t1")
-	rss=$(tail -n 1 "$out/$name.rss")
-	reqs=$(jq .total "$out/stats-$name.json")
-	if [[ $ok != *" $rc "* ]]; then
-		echo "$name: exit $rc (expected$ok)" >&2
-		head -c 3000 "$out/$name.err" >&2
-		exit 1
-	fi
-}
+. bench/lib.sh
 
 # --- the first convergence (setup) ---------------------------------------
 timed setup 0 -- "$SYNCD" run -c "$tmp/setup.yaml" --once
