@@ -506,15 +506,21 @@ static void log_writes(const char *app, const char *revision,
 	buf_release(&line);
 }
 
-/* "<group>/<kind>/<namespace>/<name>" of a live object, into `out`. */
+/* "<group>/<kind>/<namespace>/<name>": the key of a->written. */
+static void key_text(const struct diff_key *k, struct buf *out)
+{
+	buf_reset(out);
+	buf_addf(out, "%s/%s/%s/%s", k->group, k->kind, k->ns, k->name);
+}
+
+/* key_text() of a live object. */
 static bool object_key(const json_t *obj, struct buf *out)
 {
 	struct diff_key k;
 
-	buf_reset(out);
 	if (diff_key_from_object(&k, obj, NULL) < 0)
 		return false;
-	buf_addf(out, "%s/%s/%s/%s", k.group, k.kind, k.ns, k.name);
+	key_text(&k, out);
 	diff_key_release(&k);
 	return true;
 }
@@ -626,7 +632,7 @@ static void on_applied(void *ctx, const struct diff_key *key,
 	ctl_event_applied(a, key, stored);
 	if (!rv || strlen(rv) >= sizeof(c->echo[0]))
 		return;
-	buf_addf(&k, "%s/%s/%s/%s", key->group, key->kind, key->ns, key->name);
+	key_text(key, &k);
 	json_object_set_new(a->written, buf_cstr(&k), json_string(rv));
 	buf_release(&k);
 	pthread_mutex_lock(&c->lock);
@@ -740,9 +746,8 @@ static int pass(struct controller *c, struct ctl_app *a)
 	if ((!a->render_file &&
 	     (error = copy_objects(&desired, &a->objects, &err)) < 0) ||
 	    (error = app_init(&app, c->conn.client, c->conn.disc, ca->name,
-			      ca->namespace ? ca->namespace
-					    : c->conn.cfg.namespace,
-			      dopts.field_manager, &err)) < 0)
+			      app_namespace(c, ca), dopts.field_manager,
+			      &err)) < 0)
 		goto fail;
 	if (c->wc) {
 		app.list_hook = cache_list;

@@ -313,12 +313,7 @@ static json_t *summary_json(const struct ctl_app *a)
 		(json_int_t)s->fighting_fields, "ignoredFields",
 		(json_int_t)s->ignored_fields, "lastSync", last, "driftSince",
 		since, "error", a->st.error);
-	if (o && !a->cfg->source.path)
-		json_object_set_new(o, "path", json_null());
-	if (o && !a->st.revision[0])
-		json_object_set_new(o, "revision", json_null());
-	if (o && !a->st.error)
-		json_object_set_new(o, "error", json_null());
+	/* "s?" already wrote null for each absent value. */
 	if (o)
 		json_object_set_new(o, "sourceError",
 				    a->st.source_error

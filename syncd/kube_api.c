@@ -325,6 +325,41 @@ static void object_names(const json_t *obj, const char **ns, const char **name)
 	*name = json_string_value(json_object_get(meta, "name"));
 }
 
+/*
+ * The name and namespace a whole-object write (`verb`) goes to: the
+ * object's, which must have a name, and a namespace when the resource is
+ * namespaced.
+ */
+static int write_target(const char *verb, const struct kube_resource *r,
+			const json_t *obj, const char **ns, const char **name,
+			struct err *err)
+{
+	object_names(obj, ns, name);
+	if (!*name || !**name)
+		return err_set(err, ERR_INVALID, "%s %s: no metadata.name",
+			       verb, r->kind);
+	if (r->namespaced && (!*ns || !**ns))
+		return err_set(err, ERR_INVALID,
+			       "%s %s \"%s\": no metadata.namespace", verb,
+			       r->kind, *name);
+	return 0;
+}
+
+/* The stored object a write answered with, into *out when asked. */
+static int write_answer(const char *verb, const struct kube_resource *r,
+			const char *name, const struct kube_response *resp,
+			json_t **out, struct err *err)
+{
+	if (!out)
+		return 0;
+	if (!json_is_object(resp->json))
+		return err_set(err, ERR_PARSE,
+			       "%s %s \"%s\": the answer is not an object",
+			       verb, r->kind, name);
+	*out = json_incref(resp->json);
+	return 0;
+}
+
 int kube_apply(struct kube_client *c, const struct kube_resource *r,
 	       const json_t *obj, const struct kube_apply_options *opts,
 	       json_t **out, struct err *err)
@@ -338,18 +373,8 @@ int kube_apply(struct kube_client *c, const struct kube_resource *r,
 
 	if (out)
 		*out = NULL;
-	object_names(obj, &ns, &name);
-	if (!name || !*name) {
-		error = err_set(err, ERR_INVALID, "apply %s: no metadata.name",
-				r->kind);
+	if ((error = write_target("apply", r, obj, &ns, &name, err)) < 0)
 		goto out;
-	}
-	if (r->namespaced && (!ns || !*ns)) {
-		error = err_set(err, ERR_INVALID,
-				"apply %s \"%s\": no metadata.namespace",
-				r->kind, name);
-		goto out;
-	}
 	if (!opts || !opts->field_manager || !*opts->field_manager) {
 		error = err_set(err, ERR_INVALID,
 				"apply %s \"%s\": no field manager", r->kind,
@@ -375,14 +400,7 @@ int kube_apply(struct kube_client *c, const struct kube_resource *r,
 		fail(err, &local, error, "apply", r, ns, name);
 		goto out;
 	}
-	if (out && !json_is_object(resp.json)) {
-		error = err_set(err, ERR_PARSE,
-				"apply %s \"%s\": the answer is not an object",
-				r->kind, name);
-		goto out;
-	}
-	if (out)
-		*out = json_incref(resp.json);
+	error = write_answer("apply", r, name, &resp, out, err);
 out:
 	free(body);
 	kube_response_release(&resp);
@@ -409,18 +427,8 @@ static int write_object(struct kube_client *c, const struct kube_resource *r,
 
 	if (out)
 		*out = NULL;
-	object_names(obj, &ns, &name);
-	if (!name || !*name) {
-		error = err_set(err, ERR_INVALID, "%s %s: no metadata.name",
-				verb, r->kind);
+	if ((error = write_target(verb, r, obj, &ns, &name, err)) < 0)
 		goto out;
-	}
-	if (r->namespaced && (!ns || !*ns)) {
-		error = err_set(err, ERR_INVALID,
-				"%s %s \"%s\": no metadata.namespace", verb,
-				r->kind, name);
-		goto out;
-	}
 	kube_path(&path, r, ns, create ? NULL : name, NULL);
 	body = json_dumps(obj, JSON_COMPACT);
 	if (!body) {
@@ -434,14 +442,7 @@ static int write_object(struct kube_client *c, const struct kube_resource *r,
 		fail(err, &local, error, verb, r, ns, name);
 		goto out;
 	}
-	if (out && !json_is_object(resp.json)) {
-		error = err_set(err, ERR_PARSE,
-				"%s %s \"%s\": the answer is not an object",
-				verb, r->kind, name);
-		goto out;
-	}
-	if (out)
-		*out = json_incref(resp.json);
+	error = write_answer(verb, r, name, &resp, out, err);
 out:
 	free(body);
 	kube_response_release(&resp);

@@ -271,19 +271,6 @@ static void relist_end(struct watch *w, json_t *report)
 	w->refused = false;
 }
 
-/* A whole re-list at once. Lock held. */
-static int apply_relist(struct watch *w, json_t *items, json_t *report)
-{
-	int error;
-
-	json_decref(w->seen);
-	w->seen = NULL;
-	if ((error = relist_page(w, items, report)) < 0)
-		return error;
-	relist_end(w, report);
-	return 0;
-}
-
 /* One event into the maps. Lock held. */
 static int apply_event(struct watch *w, const char *type, json_t *obj,
 		       json_t *report)
@@ -316,9 +303,8 @@ static int on_event(const struct kube_watch_event *ev, void *ctx)
 	if (!strcmp(ev->type, "BOOKMARK"))
 		goto out;
 	pthread_mutex_lock(&wc->lock);
-	if (!strcmp(ev->type, "RELIST")) {
-		error = apply_relist(w, ev->object, report);
-	} else if (!strcmp(ev->type, "RELIST_BEGIN")) {
+	/* Re-lists come page by page (paged_relist is always asked). */
+	if (!strcmp(ev->type, "RELIST_BEGIN")) {
 		json_decref(w->seen);
 		w->seen = NULL;
 	} else if (!strcmp(ev->type, "RELIST_PAGE")) {
