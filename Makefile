@@ -5,6 +5,9 @@
 #   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind   the tests under valgrind memcheck (syncd runs included)
 #   make deps       install the Debian packages (as root), else print the command
+#   make k8s        build the real control plane, kubectl, kwok, kustomize
+#                   and helm from their Go modules (tests/k8s) into build/k8s
+#   make cluster    start the real control plane on loopback until Ctrl-C
 #   make bench      run the benchmarks in bench/ (compares with peers)
 #   make demo       render the example app and diff it against saved live objects
 #   make format     clang-format the tree
@@ -115,7 +118,8 @@ TEST_HELPERS := $(wildcard tests/helpers/*.c)
 EMU_UNIT := $(BUILD)/tests/unit-kube-emu
 UNIT_BINS += $(EMU_UNIT)
 
-.PHONY: all test check valgrind deps bench demo clean format help unit
+.PHONY: all test check valgrind deps bench demo clean format help unit k8s \
+	cluster
 .DEFAULT_GOAL := all
 
 all: $(SYNCD) $(KUBE_EMU)
@@ -161,8 +165,27 @@ $(foreach m,$(UNIT_MODULES),$(eval $(call unit_rule,$(m))))
 
 unit: $(UNIT_BINS)
 
-# Everything the test driver runs: unit binaries, the CLI, integration scripts.
-test: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS)
+# The real-Kubernetes test tools (tests/k8s): built from their pinned Go
+# modules when Go is installed; rebuilt only when a module file changes
+# (Go's own caches make even that quick). Always in build/k8s, whatever
+# $(BUILD) is: the sanitizer build uses the same binaries.
+K8S_STAMP := build/k8s/.built
+K8S_INPUTS := tests/k8s/build.sh tests/k8s/go.mod tests/k8s/go.sum \
+	$(wildcard tests/k8s/tools/*/go.mod tests/k8s/tools/*/go.sum)
+HAVE_GO := $(shell command -v go >/dev/null 2>&1 && echo yes)
+
+k8s: $(K8S_STAMP)
+
+$(K8S_STAMP): $(K8S_INPUTS)
+	@tests/k8s/build.sh build/k8s/bin
+	@touch $@
+
+cluster: $(K8S_STAMP)
+	@tests/k8s/cluster.sh
+
+# Everything the test driver runs: unit binaries, the CLI, integration
+# scripts, and the real tier when Go can build the control plane.
+test: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),$(K8S_STAMP))
 	@BUILD=$(BUILD) tests/run.sh
 
 check:

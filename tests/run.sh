@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The test driver behind `make test`, `make check` and `make valgrind`.
 #
-#   tests/run.sh [unit|integration]...   (default: both)
+#   tests/run.sh [unit|integration|real]...   (default: all three)
 #
-# Runs every Criterion binary in $BUILD/tests/ and every script in
-# tests/integration/*.sh, and ends with one line "N passed, N failed".
+# Runs every Criterion binary in $BUILD/tests/, every script in
+# tests/integration/*.sh, and the real tier: the scripts in tests/real/*.sh
+# against one real control plane (tests/helpers/k8s.sh) started for them
+# all, and ends with one line "N passed, N failed". Without the binaries of
+# `make k8s` (no Go on the machine) the real tier is skipped with one line.
 # Environment: BUILD (build dir, default build), VALGRIND=1 (run the unit
 # tests and syncd under valgrind memcheck).
 set -u
@@ -16,7 +19,7 @@ export SYNCD="$BUILD/syncd"
 # (tests/lsan.supp); scripts may add their own file later.
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(unit integration)
+[ ${#phases[@]} -eq 0 ] && phases=(unit integration real)
 
 passed=0
 failed=0
@@ -82,9 +85,11 @@ run_unit() {
 	done
 }
 
-run_integration() {
+# run_scripts DIR: every DIR/*.sh but lib.sh, bounded to 10 minutes each.
+run_scripts() {
 	local script out rc ok notok
-	for script in tests/integration/*.sh; do
+	for script in "$1"/*.sh; do
+		[ -e "$script" ] || continue
 		[ "$(basename "$script")" = lib.sh ] && continue
 		echo "== $script"
 		out=$(timeout 600 bash "$script" 2>&1)
@@ -103,10 +108,49 @@ run_integration() {
 	done
 }
 
+# The real tier: one cluster for every script (each works in namespaces
+# of its own), stopped when the scripts are done or the driver is stopped.
+run_real() {
+	local t0 errs
+	. tests/helpers/k8s.sh
+	if ! k8s_available; then
+		if command -v go >/dev/null 2>&1; then
+			echo "FAILED: the real tier: Go is installed but the control plane is not built in $K8S_BIN (make k8s)"
+			failed=$((failed + 1))
+			failures+=("real tier (not built)")
+		else
+			echo "real tier skipped: Go is not installed (install Go 1.26, then make k8s && make test)"
+		fi
+		return
+	fi
+	echo "== the real control plane (tests/helpers/k8s.sh)"
+	trap 'k8s_stop; exit 130' INT TERM
+	t0=$(date +%s)
+	errs=$(mktemp "${TMPDIR:-/tmp}/syncd-k8s-start.XXXXXX")
+	if ! k8s_start 2>"$errs"; then
+		sed 's/^/   /' "$errs"
+		rm -f "$errs"
+		echo "   not ok - the real control plane starts"
+		failed=$((failed + 1))
+		failures+=("real tier (control plane did not start)")
+		return
+	fi
+	rm -f "$errs"
+	echo "   ok - Kubernetes $K8S_VERSION up in $((K8S_START_MS / 1000)).$(((K8S_START_MS % 1000) / 100)) s"
+	passed=$((passed + 1))
+	export K8S_ENV=$K8S_DIR/env
+	k8s_env "$K8S_ENV"
+	run_scripts tests/real
+	k8s_stop
+	trap - INT TERM
+	echo "== the real tier took $(($(date +%s) - t0)) s"
+}
+
 for phase in "${phases[@]}"; do
 	case $phase in
 	unit) run_unit ;;
-	integration) run_integration ;;
+	integration) run_scripts tests/integration ;;
+	real) run_real ;;
 	*) echo "unknown phase: $phase" >&2; exit 2 ;;
 	esac
 done
