@@ -50,6 +50,7 @@ struct cmp {
 	const struct diff_schemas *reg;
 	const struct diff_schema *root_schema;
 	bool secret;
+	bool typed;            /* stored from Go types: zero values dropped */
 
 	/* the current path; owned[i] says whether pe[i].text is ours */
 	struct diff_pe *pe;
@@ -918,13 +919,45 @@ static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l)
 	return equal;
 }
 
+/* null, false, 0, "", [] or {}: what an omitempty Go field never stores. */
+static bool zero_value(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_NULL:
+	case JSON_FALSE:
+		return true;
+	case JSON_INTEGER:
+		return json_integer_value(v) == 0;
+	case JSON_REAL:
+		return json_real_value(v) == 0;
+	case JSON_STRING:
+		return json_string_length(v) == 0;
+	case JSON_ARRAY:
+		return json_array_size(v) == 0;
+	case JSON_OBJECT:
+		return json_object_size(v) == 0;
+	default:
+		return false;
+	}
+}
+
 static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
 		    const struct diff_schema *s)
 {
 	enum diff_schema_type type;
 
+	/*
+	 * A built-in kind is stored through its Go types: a declared zero
+	 * value is dropped (`readOnly: false`, `env: []`, `annotations:
+	 * {}`), and a declared null may come back defaulted to an empty
+	 * value (`securityContext: null` is stored as {}).
+	 */
 	if (!l)
-		return json_is_null(d) ? 0 : record(c, DIFF_ABSENT, d, NULL);
+		return json_is_null(d) || (c->typed && zero_value(d))
+			       ? 0
+			       : record(c, DIFF_ABSENT, d, NULL);
+	if (json_is_null(d) && c->typed && zero_value(l))
+		return 0;
 	if (!json_is_object(d) && !json_is_array(d)) {
 		/*
 		 * The same string is the same value, quantity or not: no need
@@ -1331,6 +1364,7 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 	c.err = err;
 	c.secret = !*out->key.group && !strcmp(out->key.kind, "Secret");
 	c.root_schema = diff_schemas_lookup(reg, out->key.group, out->key.kind);
+	c.typed = diff_schemas_typed(reg, out->key.group, out->key.kind);
 
 	if ((error = diff_fieldset_of_object(&desired_set, desired,
 					     c.root_schema, err)) < 0)

@@ -310,6 +310,16 @@ const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
 					      const char *kind);
 
 /*
+ * True when kube-apiserver serves group/kind from its own Go types (a
+ * built-in API group, and no CRD of that group/kind registered here):
+ * such objects are stored the way the Go types encode them, so a
+ * declared zero value of an omitempty field (false, 0, "", [], {}) is
+ * not stored. Custom resources keep what they were sent.
+ */
+bool diff_schemas_typed(const struct diff_schemas *reg, const char *group,
+			const char *kind);
+
+/*
  * The type of a node for a given value: `value` decides between map-ish
  * and list-ish defaults where the schema says nothing (an object is
  * GRANULAR, an array ATOMIC). Scalars are leaves whatever this says.

@@ -633,6 +633,54 @@ const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
 	return found ? reg->crds[lo]->root : reg->default_root;
 }
 
+/* The API groups kube-apiserver 1.36 serves from Go types, sorted. */
+static const char *const typed_groups[] = {
+	"",
+	"admissionregistration.k8s.io",
+	"apiextensions.k8s.io",
+	"apiregistration.k8s.io",
+	"apps",
+	"authentication.k8s.io",
+	"authorization.k8s.io",
+	"autoscaling",
+	"batch",
+	"certificates.k8s.io",
+	"coordination.k8s.io",
+	"discovery.k8s.io",
+	"events.k8s.io",
+	"flowcontrol.apiserver.k8s.io",
+	"internal.apiserver.k8s.io",
+	"networking.k8s.io",
+	"node.k8s.io",
+	"policy",
+	"rbac.authorization.k8s.io",
+	"resource.k8s.io",
+	"scheduling.k8s.io",
+	"storage.k8s.io",
+	"storagemigration.k8s.io",
+};
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(a, *(const char *const *)b);
+}
+
+bool diff_schemas_typed(const struct diff_schemas *reg, const char *group,
+			const char *kind)
+{
+	bool found = false;
+
+	if (!group)
+		group = "";
+	if (!bsearch(group, typed_groups,
+		     sizeof(typed_groups) / sizeof(typed_groups[0]),
+		     sizeof(typed_groups[0]), str_cmp))
+		return false;
+	if (reg && kind)
+		crd_find(reg, group, kind, &found);
+	return !found;
+}
+
 void diff_schemas_remove(struct diff_schemas *reg, const char *group,
 			 const char *kind)
 {
@@ -1562,10 +1610,16 @@ static int walk_object(struct walk *w, const struct diff_schema *s,
 		}
 		/*
 		 * A map entry is a member of its own; walk_node() has added
-		 * it already when it is a string, number or boolean.
+		 * it already when it is a string, number or boolean. As SMD
+		 * does (and kube-apiserver records), a null or an empty
+		 * object is owned as a leaf too, whatever its type: applying
+		 * `emptyDir: {}` or `securityContext: null` owns the field.
 		 */
-		if (error >= 0 && entries && !find_field(s, k) &&
-		    (json_is_object(v) || json_is_array(v) || json_is_null(v)))
+		if (error >= 0 &&
+		    ((entries && !find_field(s, k) &&
+		      (json_is_object(v) || json_is_array(v))) ||
+		     json_is_null(v) ||
+		     (json_is_object(v) && !json_object_size(v))))
 			error = walk_insert(w);
 		w->depth--;
 		if (error < 0)
@@ -1592,12 +1646,9 @@ static int walk_node(struct walk *w, const struct diff_schema *s,
 			return walk_insert(w);
 		}
 	case JSON_NULL:
-		/* SMD owns a null scalar or atomic, not a null struct or
-		 * merged list (nothing is visited under it). */
-		if (s->kind == N_STRUCT || s->kind == N_SET ||
-		    s->kind == N_MAP_LIST || s->kind == N_DEDUCED)
-			return 0;
-		return walk_insert(w);
+		/* A null field is owned by walk_object(); a null list item
+		 * or root owns nothing under it. */
+		return 0;
 	default:
 		return walk_insert(w);
 	}

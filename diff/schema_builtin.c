@@ -28,9 +28,10 @@
  * Only fields that differ from the default are listed: an undeclared field
  * of a struct takes the default type (objects granular, lists atomic),
  * which is what SMD does for scalars and for lists without markers.
- * Nested structs are declared where they lead to a non-default field, and
- * where a null value must not own the field (SMD owns a null scalar, never
- * a null struct).
+ * Nested structs are declared where they lead to a non-default field. (A
+ * null or empty-object value owns its field whatever its type, as
+ * kube-apiserver 1.36 records it: `securityContext: null` and
+ * `emptyDir: {}` are both f:FIELD leaves.)
  *
  * Notable cases where the real API differs from what one might guess:
  * Container.resizePolicy, PodSpec.readinessGates and tolerations,

@@ -542,7 +542,7 @@ Test(schema, fieldset_deployment)
 		"   'f:spec':{"
 		"    'f:containers':{"
 		"     'k:{\\'name\\':\\'sidecar\\'}':{'.':{},'f:image':{},"
-		"      'f:name':{}},"
+		"      'f:name':{},'f:resources':{}},"
 		"     'k:{\\'name\\':\\'web\\'}':{'.':{},'f:args':{},"
 		"      'f:env':{"
 		"       'k:{\\'name\\':\\'MODE\\'}':{'.':{},'f:name':{},"
@@ -561,7 +561,7 @@ Test(schema, fieldset_deployment)
 		"      'f:volumeMounts':{"
 		"       'k:{\\'mountPath\\':\\'/etc/web\\'}':{'.':{},"
 		"        'f:mountPath':{},'f:name':{},'f:readOnly':{}}}}},"
-		"    'f:nodeSelector':{},'f:tolerations':{},"
+		"    'f:nodeSelector':{},'f:securityContext':{},'f:tolerations':{},"
 		"    'f:volumes':{'k:{\\'name\\':\\'cfg\\'}':{'.':{},"
 		"     'f:configMap':{'f:items':{},'f:name':{}},"
 		"     'f:name':{}}}}}}}");
@@ -672,9 +672,11 @@ Test(schema, fieldset_metadata)
 }
 
 /*
- * SMD owns what it visits: an empty or null struct, map or merged list
- * owns nothing (no leaf under it); a null scalar and an atomic value, even
- * empty, are owned.
+ * As kube-apiserver 1.36 records it (this object applied to it, its
+ * managedFields read back): a null or empty-object field is owned as a
+ * leaf whatever its type (labels, strategy, resources, securityContext,
+ * volumes), an empty atomic list too (args, tolerations), while an empty
+ * merged list (env, finalizers) owns nothing.
  */
 Test(schema, fieldset_empty_and_null)
 {
@@ -689,11 +691,13 @@ Test(schema, fieldset_empty_and_null)
 		"   'containers':[{'name':'a','args':[],'resources':{},"
 		"    'securityContext':null,'env':[]}],"
 		"   'volumes':null,'tolerations':[]}}}}",
-		"{'f:spec':{'f:paused':{},'f:replicas':{},"
-		" 'f:template':{'f:spec':{"
+		"{'f:metadata':{'f:labels':{}},"
+		" 'f:spec':{'f:paused':{},'f:replicas':{},'f:strategy':{},"
+		" 'f:template':{'f:metadata':{},'f:spec':{"
 		"  'f:containers':{'k:{\\'name\\':\\'a\\'}':{'.':{},"
-		"   'f:args':{},'f:name':{}}},"
-		"  'f:tolerations':{}}}}}");
+		"   'f:args':{},'f:name':{},'f:resources':{},"
+		"   'f:securityContext':{}}},"
+		"  'f:tolerations':{},'f:volumes':{}}}}}");
 	diff_schemas_free(reg);
 }
 
@@ -709,7 +713,7 @@ Test(schema, fieldset_unknown_kind)
 		      "  'nested':{'deep':{'x':1}},'empty':{}}}",
 		      "{'f:metadata':{'f:finalizers':{'v:\\'x\\'':{}},"
 		      "  'f:labels':{'f:a':{}}},"
-		      " 'f:spec':{'f:nested':{'f:deep':{'f:x':{}}},"
+		      " 'f:spec':{'f:empty':{},'f:nested':{'f:deep':{'f:x':{}}},"
 		      "  'f:size':{},'f:tags':{}}}");
 	diff_schemas_free(reg);
 }
