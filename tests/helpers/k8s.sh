@@ -479,7 +479,23 @@ k8s_audit_mark() {
 	k8s_audit_from=$(($(wc -l <"$K8S_AUDIT") + 1))
 }
 
+# k8s_audit_barrier: the audit log holds every request answered before
+# this call (a marker request is made and waited for: the server writes
+# each request's event once it has answered it).
+k8s_audit_barrier() {
+	local marker=audit-barrier-$RANDOM$RANDOM n=50
+	curl -sS --max-time 5 --cacert "$K8S_CA" -o /dev/null \
+		-H "Authorization: Bearer $K8S_TOKEN" \
+		"$K8S_URL/api/v1/namespaces/default/configmaps/$marker" || true
+	while [ "$n" -gt 0 ] && ! grep -q "$marker" "$K8S_AUDIT"; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	sleep 0.1
+}
+
 k8s_audit_count() {
+	k8s_audit_barrier
 	tail -n "+${k8s_audit_from:-1}" "$K8S_AUDIT" |
 		jq -c --arg u "$1" --arg v "$2" --arg r "$3" --arg c "${4:-}" \
 			'select(.user.username == $u and .verb == $v and
