@@ -246,6 +246,18 @@ static void skip_klog(const char **p, size_t *n)
 	*p = q + 2;
 }
 
+/* Is stderr line p[0..n) one of the tool's hints about its own flags? */
+static bool hint(const struct render_tool *tool, const char *p, size_t n)
+{
+	for (const char *const *h = tool->hints; h && *h; h++) {
+		size_t len = strlen(*h);
+
+		if (n >= len && !memcmp(p, *h, len))
+			return true;
+	}
+	return false;
+}
+
 /*
  * "ORIGIN: `PROG` failed (exit status 1): FIRST STDERR LINE", then one
  * problem per further stderr line (at most STDERR_LINES, each cut at
@@ -265,7 +277,7 @@ static int report_failure(const struct render_tool *tool,
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (!blank(p, n)) {
+		if (!blank(p, n) && !hint(tool, p, n)) {
 			if (shown == STDERR_LINES) {
 				more++;
 			} else {

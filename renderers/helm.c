@@ -24,6 +24,15 @@ static const char missing_msg[] =
 	"intro/install/ (no Debian package), or choose a binary with "
 	"--helm-bin)";
 
+/*
+ * helm 3 ends a template error with this advice, which syncd's users
+ * cannot follow (syncd runs helm): the error line above it says it all.
+ */
+static const char *const debug_hint[] = {
+	"Use --debug flag to render out invalid YAML",
+	NULL,
+};
+
 /* A DNS-1123 label of at most `max` characters. */
 static bool dns_label(const char *s, size_t max)
 {
@@ -308,6 +317,7 @@ int render_helm(struct diff_objset *out, const char *root,
 	tool.max_output = opts->max_output;
 	tool.origin = buf_cstr(&origin);
 	tool.missing = buf_cstr(&missing);
+	tool.hints = debug_hint;
 	error = render_tool_run(out, &tool, err);
 out:
 	if (inline_file)

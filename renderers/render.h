@@ -370,13 +370,17 @@ struct render_tool {
 				      of every message */
 	const char *missing;       /* message when argv[0] is not found;
 				      NULL: "`PROGRAM` not found" */
+	const char *const *hints;  /* NULL-terminated: stderr lines that
+				      start so are advice for the tool's
+				      own command line, not kept */
 };
 
 /*
  * Run a tool and add the objects it prints to *out. Failures, each one
  * line starting with tool->origin: not found (tool->missing), timed out,
  * killed, exited non-zero (followed by its stderr, one problem per line,
- * at most 20 lines, control characters dropped), output over the cap,
+ * at most 20 lines, control characters dropped, tool->hints left out),
+ * output over the cap,
  * output that is not YAML/JSON, an object without kind.
  */
 int render_tool_run(struct diff_objset *out, const struct render_tool *tool,

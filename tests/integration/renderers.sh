@@ -276,11 +276,13 @@ SYNCD_WRAP="env PATH=$tmp/empty" run_syncd render "$chart"
 expect_rc 2 "helm: no helm installed"
 expect_eq "$errout" "error: helm $chart: \`helm\` not found in PATH (install helm 3: https://helm.sh/docs/intro/install/ (no Debian package), or choose a binary with --helm-bin)" \
 	"helm: the missing tool and where to get it are named"
-stub helm 'echo "Error: template: web/templates/deployment.yaml:7:20: executing \"web/templates/deployment.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y" >&2; exit 1'
+stub helm 'echo "Error: template: web/templates/deployment.yaml:7:20: executing \"web/templates/deployment.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y" >&2; echo >&2; echo "Use --debug flag to render out invalid YAML" >&2; exit 1'
 run_syncd render "$chart" --helm-bin "$tmp/stub/helm"
 expect_rc 2 "helm: a template error"
 expect_match '^error: helm .*: `helm template` failed \(exit status 1\): Error: template: web/templates/deployment.yaml:7:20: ' \
 	"$errout" "helm: the template error is passed on"
+expect_eq "$(printf '%s\n' "$errout" | wc -l)" 1 \
+	"helm: its advice to rerun with --debug is left out (syncd runs helm)"
 
 # --- substitution variables ---
 mkdir -p "$tmp/subst"

@@ -20,6 +20,8 @@
 #                          of user "syncd" since the last k8s_audit_mark
 #   wait_for SECONDS COMMAND...
 #                          until COMMAND succeeds, every 0.2 s
+#   fresh_ns NAME...       creates the namespaces, once any namespace of
+#                          that name left by an earlier run is gone (90 s)
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/k8s.sh"
 
@@ -87,4 +89,15 @@ wait_for() {
 		sleep 0.2
 	done
 	return 1
+}
+
+fresh_ns() {
+	local ns
+	for ns in "$@"; do
+		if ! wait_for 90 sh -c "! '$K8S_BIN/kubectl' --kubeconfig '$K8S_KUBECONFIG' get namespace '$ns'"; then
+			not_ok "namespace $ns of an earlier run is still there after 90 s"
+			finish
+		fi
+		kc create namespace "$ns" >/dev/null
+	done
 }
