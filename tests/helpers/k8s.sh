@@ -44,9 +44,11 @@
 # role), K8S_CA (the CA certificate), K8S_AUDIT (the audit log),
 # K8S_VERSION (what /version says).
 #
-# Ports: every component gets a port nobody listens on yet (picked at
-# random in 20000-59999); K8S_ETCD_PORT and K8S_API_PORT force them (a
-# port in use is then an error naming the component).
+# Ports: every component gets a port nobody listens on yet, picked at
+# random below the kernel's ephemeral range (a port taken meanwhile makes
+# k8s_start try other ones, twice); K8S_ETCD_PORT and K8S_API_PORT force
+# them (a port in use is then an error naming the component). K8S_DEADLINE (s)
+# replaces every component's own deadline (20-60 s).
 
 # Always the one build of `make k8s` (the sanitizer build uses it too).
 K8S_BIN=${K8S_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/k8s/bin}
@@ -67,10 +69,23 @@ k8s_port_free() {
 	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# Ports are picked below the kernel's ephemeral range, so that an
+# outgoing connection's port is never taken for a listener.
+k8s_port_base() {
+	local low
+	low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	if [ "${low:-0}" -gt 22000 ]; then
+		echo $((low - 12000)) 12000
+	else
+		echo 40000 20000
+	fi
+}
+
 k8s_pick_port() {
-	local p
+	local p base span
+	read -r base span < <(k8s_port_base)
 	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((base + RANDOM % span))
 		if k8s_port_free "$p" && ! [[ " ${k8s_ports[*]-} " == *" $p "* ]]; then
 			k8s_ports+=("$p")
 			echo "$p"
@@ -84,8 +99,17 @@ k8s_pick_port() {
 # everything stopped.
 k8s_fail() {
 	local name=$1 log
-	echo "k8s: $name: $2" >&2
 	log="$K8S_DIR/$name.log"
+	# A port taken between the check and the bind: k8s_start picks
+	# others (when it chose them itself).
+	if [ "${k8s_retry:-0}" = 1 ] && [ -s "$log" ] &&
+		grep -q 'address already in use' "$log"; then
+		echo "k8s: $name: its port was taken meanwhile; trying other ports" >&2
+		k8s_clash=1
+		k8s_stop
+		return 1
+	fi
+	echo "k8s: $name: $2" >&2
 	if [ -s "$log" ]; then
 		echo "k8s: last lines of $name's log:" >&2
 		tail -n 15 "$log" | sed 's/^/    /' >&2
@@ -120,7 +144,7 @@ k8s_alive() {
 # k8s_wait NAME SECONDS WHAT COMMAND...: until COMMAND succeeds; fails
 # (naming WHAT) when the component exits or the deadline passes.
 k8s_wait() {
-	local name=$1 secs=$2 what=$3 n
+	local name=$1 secs=${K8S_DEADLINE:-$2} what=$3 n
 	shift 3
 	n=$((secs * 10))
 	while [ "$n" -gt 0 ]; do
@@ -242,10 +266,26 @@ k8s_kwok_stages() {
 }
 
 k8s_start() {
-	local bare=0 etcd_port peer_port api_port kcm_port sched_port kwok_port
-	local start_ms now_ms i
-	[ "${1:-}" = --bare ] && bare=1
+	local attempt start_ms
 	start_ms=$(date +%s%3N)
+	for attempt in 1 2 3; do
+		k8s_clash=0
+		k8s_retry=0
+		[ -z "${K8S_ETCD_PORT:-}${K8S_API_PORT:-}" ] && [ "$attempt" -lt 3 ] &&
+			k8s_retry=1
+		if k8s_start_once "$@"; then
+			K8S_START_MS=$(($(date +%s%3N) - start_ms))
+			return 0
+		fi
+		[ "$k8s_clash" = 1 ] || return 1
+	done
+	return 1
+}
+
+k8s_start_once() {
+	local bare=0 etcd_port peer_port api_port kcm_port sched_port kwok_port
+	local i
+	[ "${1:-}" = --bare ] && bare=1
 	if ! k8s_available; then
 		echo "k8s: the control plane is not built in $K8S_BIN (run make k8s)" >&2
 		return 1
@@ -349,8 +389,7 @@ EOF
 		k8s_start_controllers "$kcm_port" "$sched_port" "$kwok_port" || return 1
 	fi
 	k8s_restricted_sa "$bare" || return 1
-	now_ms=$(date +%s%3N)
-	K8S_START_MS=$((now_ms - start_ms))
+	k8s_retry=0
 	return 0
 }
 

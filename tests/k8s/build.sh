@@ -5,6 +5,7 @@
 # module each under tools/, so their dependency graphs never mix).
 #
 #   tests/k8s/build.sh [OUT_DIR]
+#   tests/k8s/build.sh --tool MODULE_DIR OUT_DIR   one tool module only
 #
 # Go's module and build caches stay where Go keeps them, so a second build
 # only relinks what changed (seconds). A failed build names the module and
@@ -12,6 +13,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+only=
+if [ "${1:-}" = --tool ]; then
+	only=$(cd "$2" && pwd)
+	shift 2
+fi
 out=${1:-$here/../../build/k8s/bin}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -51,7 +57,30 @@ build() {
 	rm -f "$log"
 }
 
+# build_tool DIR: tools/NAME/go.mod names the package to build in its
+# `tool` line and the version flags (if any) in a `// ldflags:` comment.
+build_tool() {
+	local tool=$1 name pkg flags label
+	name=$(basename "$tool")
+	pkg=$(sed -n 's/^tool \(.*\)$/\1/p' "$tool/go.mod")
+	flags=$(sed -n 's|^// ldflags: \(.*\)$|\1|p' "$tool/go.mod")
+	# "MODULE VERSION" of the package; a module of our own has no
+	# version: "MODULE (DIR)".
+	label=$(cd "$tool" && go list -f '{{.Module.Path}} {{.Module.Version}}' "$pkg" 2>/dev/null) ||
+		label=
+	label=${label% }
+	case $label in
+	*" "*) ;;
+	*) label="${label:-$(sed -n 's/^module //p' "$tool/go.mod")} ($tool)" ;;
+	esac
+	build "$tool" "$label" "$name" "$pkg" "-s -w ${flags}"
+}
+
 start=$(date +%s)
+if [ -n "$only" ]; then
+	build_tool "$only"
+	exit 0
+fi
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 	build "$here" "k8s.io/kubernetes $kube_version" "$cmd" \
 		"k8s.io/kubernetes/cmd/$cmd" "$ldflags"
@@ -59,14 +88,7 @@ done
 etcd_version=$(modver "$here" go.etcd.io/etcd/server/v3)
 build "$here" "go.etcd.io/etcd/server/v3 $etcd_version" etcd go.etcd.io/etcd/server/v3
 for tool in "$here"/tools/*/; do
-	[ -f "$tool/go.mod" ] || continue
-	# tools/NAME/go.mod names the package to build in its `tool` line and
-	# the version flags (if any) in a `// ldflags:` comment.
-	name=$(basename "$tool")
-	pkg=$(sed -n 's/^tool \(.*\)$/\1/p' "$tool/go.mod")
-	flags=$(sed -n 's|^// ldflags: \(.*\)$|\1|p' "$tool/go.mod")
-	label=$(cd "$tool" && go list -f '{{.Module.Path}} {{.Module.Version}}' "$pkg")
-	build "$tool" "$label" "$name" "$pkg" "-s -w ${flags}"
+	[ -f "$tool/go.mod" ] && build_tool "${tool%/}"
 done
 # kwok's own stages: nodes become Ready and keep a lease; scheduled pods
 # become Running and Ready, and go away when deleted.

@@ -4,18 +4,23 @@
 # stopped and its folder removed.
 #
 #   tests/k8s/cluster.sh [--bare]
+#
+# The admin kubeconfig is copied to $K8S_KUBECONFIG_OUT (default
+# build/k8s/kubeconfig).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 . tests/helpers/k8s.sh
 
 trap 'echo; echo "stopping the cluster"; k8s_stop; exit 0' INT TERM
-trap 'k8s_stop' EXIT
+trap 'k8s_stop; rm -f "${out:-}"' EXIT
 k8s_start "$@" || exit 1
-cp "$K8S_KUBECONFIG" build/k8s/kubeconfig
+out=${K8S_KUBECONFIG_OUT:-build/k8s/kubeconfig}
+cp "$K8S_KUBECONFIG" "$out"
+out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 cat <<EOF2
 Kubernetes $K8S_VERSION is up at $K8S_URL (started in $((K8S_START_MS / 1000)).$(printf '%03d' $((K8S_START_MS % 1000))) s).
 
-  export KUBECONFIG=$PWD/build/k8s/kubeconfig     # cluster admin
+  export KUBECONFIG=$out     # cluster admin
   export PATH=$PWD/$K8S_BIN:\$PATH                 # kubectl $K8S_VERSION
   kubectl get nodes
 
