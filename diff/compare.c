@@ -853,17 +853,16 @@ static void default_one(json_t *v, const char *key, const struct diff_key *k)
 		set_absent(v, "divisor", json_string("0"));
 	} else if (!strcmp(key, "subjects") &&
 		   !strcmp(k->group, "rbac.authorization.k8s.io")) {
+		/* A ServiceAccount's apiGroup stays "" (not stored). */
 		kind = json_string_value(json_object_get(v, "kind"));
-		if (kind && !strcmp(kind, "ServiceAccount"))
-			set_absent(v, "apiGroup", json_string(""));
-		else if (kind && (!strcmp(kind, "User") || !strcmp(kind, "Group")))
+		if (kind && (!strcmp(kind, "User") || !strcmp(kind, "Group")))
 			set_absent(v, "apiGroup",
 				   json_string("rbac.authorization.k8s.io"));
+	} else if (!strcmp(key, "serviceAccountToken")) {
+		set_absent(v, "expirationSeconds", json_integer(3600));
 	} else if (!strcmp(key, "volumeClaimTemplates")) {
 		set_absent(v, "apiVersion", json_string("v1"));
 		set_absent(v, "kind", json_string("PersistentVolumeClaim"));
-		set_absent(json_object_get(v, "metadata"), "creationTimestamp",
-			   json_null());
 		spec = json_object_get(v, "spec");
 		set_absent(spec, "volumeMode", json_string("Filesystem"));
 		set_absent(spec, "resources", json_object());
@@ -896,11 +895,40 @@ static void server_defaults(json_t *v, const char *key,
 		server_defaults(child, ck, k);
 }
 
+static bool zero_value(const json_t *v);
+
+/*
+ * Drop every zero-valued member of the objects in v (at any depth, in
+ * list items too): how a value of a built-in kind reads once stored,
+ * whether the Go field was omitempty (dropped) or not (`null` kept, as
+ * kube before 1.34 wrote `creationTimestamp: null`).
+ */
+static void drop_zero_members(json_t *v)
+{
+	const char *k;
+	json_t *child;
+	void *tmp;
+	size_t i;
+
+	if (json_is_array(v)) {
+		json_array_foreach (v, i, child)
+			drop_zero_members(child);
+		return;
+	}
+	if (!json_is_object(v))
+		return;
+	json_object_foreach_safe (v, tmp, k, child) {
+		drop_zero_members(child);
+		if (zero_value(child))
+			json_object_del(v, k);
+	}
+}
+
 /* Is atomic `d` what kube would store as `l` once defaulted? */
 static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l)
 {
 	const char *key = "";
-	json_t *copy;
+	json_t *copy, *lcopy = NULL;
 	bool equal;
 
 	if (diff_value_equal(d, l, false))
@@ -915,7 +943,13 @@ static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l)
 		return false;
 	server_defaults(copy, key, &c->rep->key);
 	equal = diff_value_equal(copy, l, false);
+	if (!equal && c->typed && (lcopy = json_deep_copy(l))) {
+		drop_zero_members(copy);
+		drop_zero_members(lcopy);
+		equal = diff_value_equal(copy, lcopy, false);
+	}
 	json_decref(copy);
+	json_decref(lcopy);
 	return equal;
 }
 

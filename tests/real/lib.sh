@@ -20,8 +20,9 @@
 #                          of user "syncd" since the last k8s_audit_mark
 #   wait_for SECONDS COMMAND...
 #                          until COMMAND succeeds, every 0.2 s
-#   fresh_ns NAME...       creates the namespaces, once any namespace of
-#                          that name left by an earlier run is gone (90 s)
+#   ns_gone NAME...        waits until no namespace of those names is left
+#                          by an earlier run (90 s)
+#   fresh_ns NAME...       creates the namespaces, once ns_gone
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/k8s.sh"
 
@@ -91,13 +92,22 @@ wait_for() {
 	return 1
 }
 
-fresh_ns() {
+# ns_gone NAME...: waits (90 s) until no namespace of those names is
+# left by an earlier run (still terminating, say).
+ns_gone() {
 	local ns
 	for ns in "$@"; do
 		if ! wait_for 90 sh -c "! '$K8S_BIN/kubectl' --kubeconfig '$K8S_KUBECONFIG' get namespace '$ns'"; then
 			not_ok "namespace $ns of an earlier run is still there after 90 s"
 			finish
 		fi
+	done
+}
+
+fresh_ns() {
+	local ns
+	ns_gone "$@"
+	for ns in "$@"; do
 		kc create namespace "$ns" >/dev/null
 	done
 }
