@@ -23,6 +23,10 @@ not_in_sync() {
 		"\(.kind) \(.namespace)/\(.name) \(.state): \([.fields[].path] | join(" "))"' "$1"
 }
 
+ns_gone guestbook monitoring podinfo syncd team-a
+# Inventories an earlier run on this cluster may have left.
+kc -n default delete secret guestbook kube-prometheus --ignore-not-found >/dev/null
+
 # --- guestbook: created, in sync, a second sync writes nothing --------
 G=(--app guestbook)
 S sync "${G[@]}" examples/guestbook
@@ -51,6 +55,28 @@ expect_eq "$rc $(tail -n 1 "$tmp/.out")" \
 expect_eq "$(syncd_writes)" 0 "guestbook: the second sync sends no write (audit log)"
 expect_eq "$(rvs guestbook deployments services)" "$before" \
 	"guestbook: resourceVersions unchanged (once the rollout is done)"
+
+# --- examples/deploy: syncd's own manifests (kustomize) ------------------
+# Both variants, with the real kustomize: in sync after one sync, nothing
+# written by the next. (The in-cluster run itself is tests/real/incluster.sh.)
+kc create namespace team-a >/dev/null
+for ex in deploy:syncd deploy/namespaced:team-a; do
+	ns=${ex#*:}
+	ex=${ex%:*}
+	E=(--app "syncd-example-${ex//\//-}" -n "$ns" --kustomize-bin "$K8S_BIN/kustomize")
+	S sync "${E[@]}" "examples/$ex"
+	expect_rc 0 "examples/$ex: sync exit 0"
+	S diff "${E[@]}" -o json "examples/$ex"
+	printf '%s' "$out" >"$tmp/ex.json"
+	expect_eq "$rc $(not_in_sync "$tmp/ex.json")" "0 " \
+		"examples/$ex: every object InSync after the sync"
+	k8s_audit_mark
+	S sync "${E[@]}" "examples/$ex"
+	expect_eq "$rc $(syncd_writes)" "0 0" "examples/$ex: a second sync writes nothing"
+	"$SYNCD" render --kustomize-bin "$K8S_BIN/kustomize" -o json "examples/$ex" |
+		kc delete -f - --wait=false >/dev/null 2>&1
+done
+kc delete namespace team-a --wait=false >/dev/null 2>&1
 
 # --- kube-prometheus: 131 objects, CRDs first ----------------------------
 app=$tmp/kube-prometheus
@@ -235,4 +261,5 @@ rm "$app/zz-invalid.yaml"
 "$SYNCD" render -o json "$app" | kc delete -f - --wait=false >/dev/null 2>&1
 "$SYNCD" render -o json examples/guestbook | kc delete -f - --wait=false >/dev/null 2>&1
 kc delete namespace podinfo --wait=false >/dev/null 2>&1
+kc -n default delete secret guestbook kube-prometheus --ignore-not-found >/dev/null
 finish
