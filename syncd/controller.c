@@ -478,9 +478,13 @@ failed:
 	return 0;
 }
 
-/* One line per object written: "<object>: <what>" in the sync log. */
+/*
+ * One line per object written: "<object>: <what>" in the sync log, with
+ * the fields others had changed (`notes`, "<object>" -> note) for an
+ * object healed.
+ */
 static void log_writes(const char *app, const char *revision,
-		       const struct buf *log)
+		       const struct buf *log, const json_t *notes)
 {
 	const char *p = log->ptr ? log->ptr : "";
 	struct buf line = BUF_INIT;
@@ -488,7 +492,7 @@ static void log_writes(const char *app, const char *revision,
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		const char *what = "";
+		const char *what = "", *drift;
 		char *sep;
 
 		buf_reset(&line);
@@ -499,8 +503,12 @@ static void log_writes(const char *app, const char *revision,
 			*sep = '\0';
 			what = sep + 2;
 		}
+		drift = json_string_value(
+			json_object_get(notes, buf_cstr(&line)));
+		/* Without a note the list of pairs ends before "drift". */
 		log_info("object written", "app", app, "revision", revision,
-			 "object", buf_cstr(&line), "result", what, NULL);
+			 "object", buf_cstr(&line), "result", what,
+			 drift ? "drift" : NULL, drift, NULL);
 		p += n + (nl ? 1 : 0);
 	}
 	buf_release(&line);
@@ -800,9 +808,10 @@ static int pass(struct controller *c, struct ctl_app *a)
 	so.failed = on_failed;
 	so.pruned = on_pruned;
 	so.applied_ctx = a;
+	a->drift_notes = json_object();
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
-	log_writes(ca->name, a->commit, &res.log);
+	log_writes(ca->name, a->commit, &res.log, a->drift_notes);
 	snprintf(counts, sizeof(counts),
 		 "applied=%zu unchanged=%zu pruned=%zu kept=%zu failed=%zu "
 		 "fighting=%zu",
@@ -829,6 +838,8 @@ out:
 			(double)(ctl_mono_ms() - now) / 1000.0);
 	a->cur_report = NULL;
 	a->cur_app = NULL;
+	json_decref(a->drift_notes);
+	a->drift_notes = NULL;
 	app_sync_result_release(&res);
 	diff_report_free(report);
 	diff_schemas_free(reg);

@@ -83,6 +83,12 @@ struct ctl_app {
 	struct ctl_status st;
 	const struct diff_report *cur_report; /* during a pass, for events */
 	const struct app *cur_app;	      /* during a pass, for events */
+	/*
+	 * During a pass's writes: what others changed in each object it
+	 * healed, "<object>" (diff_key_format) -> ctl_drift_note(), for its
+	 * "object written" line. Owned by the pass.
+	 */
+	json_t *drift_notes;
 };
 
 struct controller {
@@ -125,7 +131,22 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     double seconds);
 /* An app left the controller: drop its series. */
 void ctl_metrics_forget(struct controller *c, const char *app);
-/* Events about objects of the pass in flight (a->cur_report). */
+/*
+ * The differing fields of `r` that another manager changed, as "path
+ * (manager), ..." (at most three, then ", ...") appended to `out`: the
+ * foreign ones (owned by other controllers) or the others. Fields held
+ * in a fight and fields whose only owner is syncd itself (a new revision
+ * changed them, or syncd no longer declares them) are left out, so an
+ * empty note means nobody else changed the object.
+ */
+void ctl_drift_note(const struct diff_object_report *r, bool foreign,
+		    struct buf *out);
+/*
+ * Events about objects of the pass in flight (a->cur_report). An object
+ * applied over fields other managers changed gets a DriftCorrected
+ * Event naming them (and its note in a->drift_notes, when set); one
+ * whose only differences were syncd's own gets none.
+ */
 void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
 		       const json_t *stored);
 void ctl_event_failed(struct ctl_app *a, const struct diff_key *key,

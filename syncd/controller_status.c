@@ -508,24 +508,32 @@ static json_t *regarding(struct ctl_app *a, const struct diff_key *key)
 	return o;
 }
 
-/* The first fields of a report object, as "path (manager)", for notes. */
-static void fields_note(const struct diff_object_report *r, bool foreign,
-			struct buf *out)
+/* The first owner of `f` that is not syncd itself, or NULL. */
+static const struct diff_owner *other_owner(const struct diff_field *f)
+{
+	for (size_t i = 0; i < f->nowners; i++)
+		if (f->owners[i].actor != DIFF_ACTOR_SELF)
+			return &f->owners[i];
+	return NULL;
+}
+
+void ctl_drift_note(const struct diff_object_report *r, bool foreign,
+		    struct buf *out)
 {
 	unsigned shown = 0;
 
 	for (size_t i = 0; i < r->nfields; i++) {
 		const struct diff_field *f = &r->fields[i];
+		const struct diff_owner *o = other_owner(f);
 
-		if (f->foreign != foreign || f->fight)
+		if (f->foreign != foreign || f->fight || !o)
 			continue;
 		if (shown == 3) {
 			buf_adds(out, ", ...");
 			break;
 		}
-		buf_addf(out, "%s%s", shown ? ", " : "", f->path);
-		if (f->nowners)
-			buf_addf(out, " (%s)", f->owners[0].manager);
+		buf_addf(out, "%s%s (%s)", shown ? ", " : "", f->path,
+			 o->manager);
 		shown++;
 	}
 }
@@ -534,19 +542,33 @@ void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
 		       const json_t *stored)
 {
 	const struct diff_object_report *r = NULL;
-	struct buf note = BUF_INIT;
+	struct buf note = BUF_INIT, name = BUF_INIT;
 
-	if (!a->ctl->events || !a->cur_report)
+	if (!a->cur_report)
 		return;
 	for (size_t i = 0; i < a->cur_report->len && !r; i++)
 		if (diff_key_equal(&a->cur_report->objects[i].key, key))
 			r = &a->cur_report->objects[i];
 	if (!r || (r->state != DIFF_DRIFTED && r->state != DIFF_FOREIGN))
 		return; /* created or adopted: the log says it */
-	buf_addf(&note, "drift corrected at revision %.12s: ", a->commit);
-	fields_note(r, r->state == DIFF_FOREIGN, &note);
-	events_emit(a->ctl->events, stored, "Normal", "DriftCorrected",
-		    "Sync", buf_cstr(&note));
+	ctl_drift_note(r, r->state == DIFF_FOREIGN, &note);
+	/* Only syncd's own fields differed: a new revision, not drift. */
+	if (!note.len)
+		goto out;
+	if (a->drift_notes) {
+		diff_key_format(key, &name);
+		json_object_set_new(a->drift_notes, buf_cstr(&name),
+				    json_string(buf_cstr(&note)));
+	}
+	if (a->ctl->events) {
+		buf_reset(&name);
+		buf_addf(&name, "drift corrected at revision %.12s: %s",
+			 a->commit, buf_cstr(&note));
+		events_emit(a->ctl->events, stored, "Normal", "DriftCorrected",
+			    "Sync", buf_cstr(&name));
+	}
+out:
+	buf_release(&name);
 	buf_release(&note);
 }
 
@@ -612,7 +634,7 @@ void ctl_event_foreign(struct ctl_app *a, const struct diff_report *report)
 		json_t *o;
 
 		buf_reset(&note);
-		fields_note(r, true, &note);
+		ctl_drift_note(r, true, &note);
 		if (!note.len)
 			continue;
 		buf_reset(&key);

@@ -157,6 +157,52 @@ static json_t *store_text(json_t *obj)
 	return text;
 }
 
+/*
+ * A copy of a stored or live object without what a write of its status
+ * subresource changes: status, resourceVersion and the managedFields
+ * entries of "status" (their times). New reference or NULL.
+ */
+static json_t *without_status_writes(const json_t *obj)
+{
+	json_t *copy = json_deep_copy(obj), *md, *mf, *kept, *e;
+	size_t i;
+
+	if (!copy)
+		return NULL;
+	json_object_del(copy, "status");
+	md = json_object_get(copy, "metadata");
+	json_object_del(md, "resourceVersion");
+	mf = json_object_get(md, "managedFields");
+	if (json_is_array(mf) && (kept = json_array())) {
+		json_array_foreach(mf, i, e)
+		{
+			if (!same_str(json_string_value(json_object_get(
+					      e, "subresource")),
+				      "status"))
+				json_array_append(kept, e);
+		}
+		json_object_set_new(md, "managedFields", kept);
+	}
+	return copy;
+}
+
+/*
+ * Whether `obj` differs from `old` (parsed back from the cache) only by
+ * a status write, such as the ones controllers make all the time (a
+ * Deployment's replica counts, an HPA's metrics): nothing syncd compares
+ * changed, so no pass is needed for it.
+ */
+static bool only_status_changed(const json_t *old, const json_t *obj)
+{
+	json_t *a = without_status_writes(old);
+	json_t *b = without_status_writes(obj);
+	bool same = a && b && json_equal(a, b);
+
+	json_decref(a);
+	json_decref(b);
+	return same;
+}
+
 /* Add a label value to the list to report (once each; NULL: none). */
 static void note_value(json_t *report, const char *v)
 {
@@ -239,9 +285,12 @@ static int relist_page(struct watch *w, json_t *items, json_t *report)
 		old = get_key(w, k);
 		parsed = old ? parse(old) : NULL;
 		if (!parsed || !same_str(rv_of(parsed), rv_of(obj))) {
-			note_value(report, json_string_value(
-						   json_object_get(w->labels, k)));
-			note_value(report, part_of(obj));
+			if (!parsed || !only_status_changed(parsed, obj)) {
+				note_value(report,
+					   json_string_value(json_object_get(
+						   w->labels, k)));
+				note_value(report, part_of(obj));
+			}
 			error = put_key(w, k, obj);
 		}
 		json_decref(parsed);
@@ -275,20 +324,31 @@ static void relist_end(struct watch *w, json_t *report)
 static int apply_event(struct watch *w, const char *type, json_t *obj,
 		       json_t *report)
 {
+	json_t *old, *parsed;
+	bool quiet;
 	char k[768];
 
 	if (!object_key(obj, k, sizeof(k)))
 		return 0;
-	note_value(report,
-		   json_string_value(json_object_get(w->labels, k)));
 	if (!strcmp(type, "DELETED")) {
+		note_value(report,
+			   json_string_value(json_object_get(w->labels, k)));
 		note_value(report, part_of(obj));
 		drop_key(w, k);
 		return 0;
 	}
 	if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED"))
 		return 0;
-	note_value(report, part_of(obj));
+	/* A status write is stored (its resourceVersion) but not reported. */
+	old = get_key(w, k);
+	parsed = old ? parse(old) : NULL;
+	quiet = parsed && only_status_changed(parsed, obj);
+	json_decref(parsed);
+	if (!quiet) {
+		note_value(report,
+			   json_string_value(json_object_get(w->labels, k)));
+		note_value(report, part_of(obj));
+	}
 	return put_key(w, k, obj);
 }
 

@@ -16,10 +16,15 @@
  * applyset.kubernetes.io/part-of, with the label's value (for a change
  * that moves an object from one value to another: once for each) and the
  * resourceVersion of the event's object (so a writer can recognise the
- * echo of its own write). A re-list compares the new list with the cache
- * and reports what differs the same way, without a resourceVersion. The callback runs on a watch thread with no cache lock
- * held, so it may call watchcache_list(); it must be quick (e.g. enqueue
- * the app with a debounce) and must not call watchcache_stop/free.
+ * echo of its own write). A change that is only a write of the status
+ * subresource (status, resourceVersion and the "status" managedFields
+ * entries differ, nothing else: what the real controllers do to a
+ * Deployment or an HPA many times a minute) is stored but not reported.
+ * A re-list compares the new list with the cache and reports what
+ * differs the same way, without a resourceVersion. The callback runs on
+ * a watch thread with no cache lock held, so it may call
+ * watchcache_list(); it must be quick (e.g. enqueue the app with a
+ * debounce) and must not call watchcache_stop/free.
  *
  * Thread safety: every function may be called from any thread, except
  * watchcache_stop() and watchcache_free(), which belong to the owner;

@@ -550,3 +550,97 @@ Test(watchcache, a_refused_list_stops_the_watch)
 	pause_ms(1500);
 	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 403), 1);
 }
+
+/* The resourceVersion of the cached Deployment ns/name ("" absent). */
+static const char *cached_deploy_rv(const struct kube_resource *d,
+				    const char *name)
+{
+	static char rv[32];
+	json_t *items = NULL, *obj;
+	size_t i;
+
+	rv[0] = '\0';
+	cr_assert_eq(watchcache_list(wc, d, "default", NULL, &items, &err), 0,
+		     "%s", err_msg(&err));
+	json_array_foreach(items, i, obj)
+	{
+		json_t *md = json_object_get(obj, "metadata");
+
+		if (!strcmp(json_string_value(json_object_get(md, "name")),
+			    name))
+			snprintf(rv, sizeof(rv), "%s",
+				 json_string_value(json_object_get(
+					 md, "resourceVersion")));
+	}
+	json_decref(items);
+	return rv;
+}
+
+/* PATCH (merge) `body` into default/web or its subresource `sub`. */
+static char *patch_web(const char *sub, const char *body)
+{
+	struct kube_response resp = KUBE_RESPONSE_INIT;
+	char path[256], *rv;
+
+	snprintf(path, sizeof(path),
+		 "/apis/apps/v1/namespaces/default/deployments/web%s%s"
+		 "?fieldManager=kube-controller-manager",
+		 sub ? "/" : "", sub ? sub : "");
+	cr_assert_eq(kube_request(client, "PATCH", path,
+				  "application/merge-patch+json", body,
+				  strlen(body), &resp, &err),
+		     0, "%s", err_msg(&err));
+	rv = strdup(json_string_value(json_object_get(
+		json_object_get(resp.json, "metadata"), "resourceVersion")));
+	kube_response_release(&resp);
+	return rv;
+}
+
+/*
+ * Controllers write the status of Deployments and HPAs many times a
+ * minute; none of it is compared, so none of it runs a pass.
+ */
+Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
+{
+	const struct kube_resource *d = NULL;
+	json_t *obj;
+	char *rv;
+	long deadline;
+
+	cr_assert_eq(kube_discovery_find(disc, "apps", NULL, "Deployment", &d,
+					 &err),
+		     0, "%s", err_msg(&err));
+	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:i, s:{s:{s:s}},"
+			" s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
+			"apiVersion", "apps/v1", "kind", "Deployment",
+			"metadata", "name", "web", "namespace", "default",
+			"labels", WATCHCACHE_PART_OF_LABEL, "shop", "spec",
+			"replicas", 1, "selector", "matchLabels", "app", "web",
+			"template", "metadata", "labels", "app", "web", "spec",
+			"containers", "name", "web", "image", "nginx:1.27");
+	cr_assert_not_null(obj);
+	cr_assert_eq(kube_apply(client, d, obj,
+				&(struct kube_apply_options){MANAGER, 0, 0},
+				NULL, &err),
+		     0, "%s", err_msg(&err));
+	json_decref(obj);
+	cr_assert_eq(watchcache_watch(wc, d, "default", NULL, &err), 0);
+	wait_heard("shop", 1);
+
+	/* The status write reaches the cache... */
+	rv = patch_web("status",
+		       "{\"status\":{\"observedGeneration\":1,"
+		       "\"replicas\":1,\"updatedReplicas\":1}}");
+	deadline = now_ms() + WAIT_MS;
+	while (strcmp(cached_deploy_rv(d, "web"), rv) && now_ms() < deadline)
+		pause_ms(20);
+	cr_assert_str_eq(cached_deploy_rv(d, "web"), rv);
+	free(rv);
+	/* ...and a change of the object itself is reported, after it. */
+	free(patch_web(NULL, "{\"metadata\":{\"annotations\":"
+			     "{\"changed\":\"yes\"}}}"));
+	wait_heard("shop", 2);
+	pause_ms(200);
+	cr_assert_eq(heard_count("shop"), 2,
+		     "the status write was reported as a change");
+}
