@@ -141,6 +141,7 @@ run_real() {
 	export K8S_ENV=$K8S_DIR/env
 	k8s_env "$K8S_ENV"
 	run_scripts tests/real
+	echo "== the real control plane's peak RSS: $(k8s_peak_rss)"
 	k8s_stop
 	trap - INT TERM
 	echo "== the real tier took $(($(date +%s) - t0)) s"

@@ -19,6 +19,7 @@
 #                          whatever it started.
 #   k8s_stop               stops every process k8s_start started (TERM,
 #                          then KILL after 5 s) and removes the folder
+#   k8s_peak_rss           the peak RSS of each component so far, in MB
 #   k8s_env FILE           writes the K8S_* variables to FILE, so another
 #                          script can use this cluster (k8s_use)
 #   k8s_use                when K8S_ENV names such a file, loads it;
@@ -157,6 +158,19 @@ k8s_wait() {
 		n=$((n - 1))
 	done
 	k8s_fail "$name" "not $what within ${secs} s"
+}
+
+# k8s_peak_rss: "NAME=MB ..." peak resident memory of each component so
+# far (VmHWM), and the sum; read before k8s_stop.
+k8s_peak_rss() {
+	local i kb total=0 line=
+	for i in "${!k8s_pids[@]}"; do
+		kb=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/${k8s_pids[$i]}/status" 2>/dev/null)
+		[ -n "$kb" ] || continue
+		total=$((total + kb))
+		line+="${k8s_names[$i]}=$((kb / 1024)) "
+	done
+	echo "${line}total=$((total / 1024)) MB"
 }
 
 k8s_stop() {

@@ -64,6 +64,31 @@ expect_eq "$rc $(count patch '*') $(store_rv)" "0 0 $store_before" \
 run_syncd diff "${G[@]}" examples/guestbook
 expect_rc 0 "guestbook: syncd diff after sync: exit 0"
 
+# --- errors --------------------------------------------------------------
+run_syncd sync --kubeconfig "$tmp/nope" --app x examples/guestbook
+expect_rc 2 "a missing kubeconfig: exit 2"
+sed 's/token: T$/token: wrong/' "$tmp/kc" >"$tmp/kc-wrong"
+run_syncd diff --kubeconfig "$tmp/kc-wrong" --app guestbook examples/guestbook
+expect_eq "$rc $(printf '%s' "$errout" | grep -c '401')" "2 1" \
+	"a wrong token: exit 2, one line naming the 401"
+api POST /api/v1/namespaces/default/secrets application/json \
+	'{"apiVersion":"v1","kind":"Secret","metadata":{"name":"taken"}}'
+run_syncd sync --kubeconfig "$tmp/kc" --app taken examples/guestbook
+expect_eq "$rc $(printf '%s' "$errout" | grep -c 'is not the inventory of app "taken"')" \
+	"2 1" "a Secret of the app's name that is not its inventory: exit 2"
+
+stop_emu() {
+	kill -TERM "$emu_pid"
+	wait "$emu_pid"
+	expect_eq "$?" 0 "kube-emu exits 0 on SIGTERM"
+	pids=()
+	finish
+}
+if ! have_fixtures; then
+	skip_fixtures "kube-prometheus on kube-emu"
+	stop_emu
+fi
+
 app=$tmp/kube-prometheus
 cp -R "$FIXTURES/kube-prometheus/manifests" "$app"
 chmod -R u+w "$app"
@@ -292,21 +317,4 @@ expect_eq "$(store_rv) $(count delete '*')" "$store_before 0" \
 api GET /api/v1/namespaces/monitoring/configmaps/dry-new
 expect_eq "$code" 404 "--dry-run created nothing"
 
-# --- errors --------------------------------------------------------------
-run_syncd sync --kubeconfig "$tmp/nope" --app x "$app"
-expect_rc 2 "a missing kubeconfig: exit 2"
-sed 's/token: T$/token: wrong/' "$tmp/kc" >"$tmp/kc-wrong"
-run_syncd diff --kubeconfig "$tmp/kc-wrong" --app kube-prometheus "$app"
-expect_eq "$rc $(printf '%s' "$errout" | grep -c '401')" "2 1" \
-	"a wrong token: exit 2, one line naming the 401"
-api POST /api/v1/namespaces/default/secrets application/json \
-	'{"apiVersion":"v1","kind":"Secret","metadata":{"name":"taken"}}'
-run_syncd sync --kubeconfig "$tmp/kc" --app taken "$app"
-expect_eq "$rc $(printf '%s' "$errout" | grep -c 'is not the inventory of app "taken"')" \
-	"2 1" "a Secret of the app's name that is not its inventory: exit 2"
-
-kill -TERM "$emu_pid"
-wait "$emu_pid"
-expect_eq "$?" 0 "kube-emu exits 0 on SIGTERM"
-pids=()
-finish
+stop_emu

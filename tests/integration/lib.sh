@@ -7,6 +7,10 @@
 #   expect_rc N NAME       checks $rc
 #   expect_eq A B NAME     checks A == B
 #   expect_match RE S NAME checks that S matches the extended regex RE
+#   have_fixtures          the shared real-world fixtures are beside the
+#                          checkout ($SHARED, default ../shared)
+#   skip_fixtures WHAT     the one line that says WHAT was skipped without
+#                          them
 set -u
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$top" || exit 2
@@ -60,5 +64,11 @@ expect_match() {
 		printf '    got: %s\n' "$(printf '%s' "$2" | head -c 2000)"
 	fi
 }
+
+have_fixtures() {
+	[ -d "$FIXTURES/kube-prometheus/manifests" ] &&
+		[ -d "$FIXTURES/podinfo-kustomize" ]
+}
+skip_fixtures() { ok "$FIXTURES is absent: $1 skipped"; }
 
 finish() { exit "$status"; }

@@ -6,7 +6,15 @@
 . "$(dirname "$0")/lib.sh"
 
 cases=tests/cases/render-tools
+# podinfo (a shared fixture) when it is there; the tool checks that only
+# need some kustomization use the tree's own otherwise.
 pod="$FIXTURES/podinfo-kustomize"
+have_pod=true
+if ! have_fixtures; then
+	pod=$cases/kustomize/base
+	have_pod=false
+	skip_fixtures "the podinfo checks"
+fi
 have_kubectl=false
 command -v kubectl >/dev/null 2>&1 && kubectl kustomize --help >/dev/null 2>&1 && have_kubectl=true
 # Without kustomize or kubectl the kustomize cases cannot run; kubectl
@@ -65,13 +73,17 @@ if $have_kustomize; then
 	run_syncd render "$pod" -o json
 	expect_rc 0 "podinfo renders through kustomize (auto)"
 	cp "$tmp/.out" "$tmp/pod.json"
-	expect_eq "$(jq -r '[.items[].kind] | sort | join(",")' "$tmp/pod.json")" \
-		"Deployment,HorizontalPodAutoscaler,Service" "podinfo: HPA, Deployment and Service"
+	if $have_pod; then
+		expect_eq "$(jq -r '[.items[].kind] | sort | join(",")' "$tmp/pod.json")" \
+			"Deployment,HorizontalPodAutoscaler,Service" "podinfo: HPA, Deployment and Service"
+	fi
 	run_syncd render "$pod" -o json --renderer kustomize
 	if cmp -s "$tmp/.out" "$tmp/pod.json"; then ok "--renderer kustomize renders what auto does"; else not_ok "--renderer kustomize renders what auto does"; fi
 	# kustomize without transformers returns the files' objects unchanged.
-	expect_eq "$(sorted "$tmp/pod.json")" "$(sorted "$tmp/pod-dir.json")" \
-		"podinfo: kustomize objects equal the files' objects"
+	if $have_pod; then
+		expect_eq "$(sorted "$tmp/pod.json")" "$(sorted "$tmp/pod-dir.json")" \
+			"podinfo: kustomize objects equal the files' objects"
+	fi
 	run_syncd render "$pod" -o yaml
 	expect_match '^apiVersion: v1$' "$out" "podinfo renders as YAML too"
 else
