@@ -202,11 +202,14 @@ int kube_err_code(long http_code);
  * body (a JSON event), without the newline; `line` returning non-zero
  * stops the stream. Not retried (the caller resumes from its last
  * resourceVersion). No total timeout; `idle_timeout_ms` ends a stream
- * that stays silent that long (0: none). Returns 0 when the server ended
- * the stream, the callback's value when it stopped it, else ERR_*.
+ * that stays silent that long (0: none). `stop` (may be NULL) is looked
+ * at about once a second, also while the stream is silent: once it is
+ * true the stream is closed. Returns 0 when the server ended the stream
+ * or `stop` closed it, the callback's value when it stopped it, else
+ * ERR_*.
  */
 int kube_stream(struct kube_client *c, const char *path,
-		long idle_timeout_ms,
+		long idle_timeout_ms, const volatile bool *stop,
 		int (*line)(const char *data, size_t len, void *ctx),
 		void *ctx, struct err *err);
 
@@ -368,7 +371,11 @@ struct kube_watch_options {
  * re-lists (`fn` then sees a "RELIST" event whose object is the new items
  * array) and watches from the list's resourceVersion. Without a starting
  * resourceVersion the first event is such a RELIST. *stop is looked at
- * between events and after 2 s of silence (the stream is then reopened).
+ * between events and about once a second while the stream is silent. A
+ * quiet stream stays open until the server ends it (timeout_s), unless
+ * nothing at all came for 90 s: the real API server sends a watch that
+ * allows bookmarks one every minute, so such a stream is taken for dead
+ * and reopened.
  * Failed streams are retried with capped backoff (200 ms to 10 s); a
  * refusal (400, 403, 404) is not. Returns fn's non-zero value, 0 when
  * stopped, or ERR_* when the server cannot be reached after 10 attempts.

@@ -17,8 +17,13 @@
 
 /* A watch event line is one object; kube caps objects at 1.5 MiB in etcd. */
 #define WATCH_LINE_MAX (16u << 20)
-/* How long a silent watch stream runs before the stop flag is checked. */
-#define WATCH_IDLE_MS 2000L
+/*
+ * A watch stream silent this long is taken for dead and reopened: the
+ * real API server sends a watch that allows bookmarks one every minute
+ * (and the server ends every stream after timeoutSeconds anyway). The
+ * stop flag is looked at about once a second regardless.
+ */
+#define WATCH_IDLE_MS 90000L
 /* Reconnect backoff: base, cap, and failed attempts in a row before giving up.
  */
 #define WATCH_BACKOFF_MS     200L
@@ -751,8 +756,8 @@ int kube_watch(struct kube_client *c, const struct kube_resource *r,
 		st.events = 0;
 		buf_reset(&st.error);
 		err_reset(&local);
-		ret = kube_stream(c, buf_cstr(&path), WATCH_IDLE_MS, watch_line,
-				  &st, &local);
+		ret = kube_stream(c, buf_cstr(&path), WATCH_IDLE_MS, stop,
+				  watch_line, &st, &local);
 		if (st.fn_ret || st.stopped)
 			break;
 		if (st.expired) {
@@ -764,9 +769,9 @@ int kube_watch(struct kube_client *c, const struct kube_resource *r,
 				 strstr(err_first(&local), "no data for"))) {
 			/*
 			 * The server ended the stream (timeoutSeconds, a
-			 * restart) or it stayed silent: reopen from the last
-			 * resourceVersion seen. A silent stream also lets the
-			 * loop look at the stop flag.
+			 * restart), it stayed silent too long, or the stop
+			 * flag closed it: reopen from the last
+			 * resourceVersion seen, unless stopping.
 			 */
 			failures = 0;
 			backoff = WATCH_BACKOFF_MS;

@@ -468,6 +468,8 @@ struct transfer {
 	void *line_ctx;
 	int stopped; /* the line callback's non-zero value */
 	int line_error;
+	const volatile bool *stop; /* the caller's flag, or NULL */
+	bool stop_seen;		   /* the flag closed the stream */
 };
 
 static size_t on_body(char *data, size_t size, size_t n, void *ctx)
@@ -1071,7 +1073,29 @@ static size_t on_stream(char *data, size_t size, size_t n, void *ctx)
 	return len;
 }
 
+/*
+ * Progress of a stream: libcurl calls it often while data flows and
+ * about once a second while none does, so a quiet stream still sees the
+ * caller's stop flag. Non-zero aborts the transfer.
+ */
+static int on_stream_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow,
+			      curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct transfer *t = ctx;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (t->stop && *t->stop) {
+		t->stop_seen = true;
+		return 1;
+	}
+	return 0;
+}
+
 int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
+		const volatile bool *stop,
 		int (*line)(const char *data, size_t len, void *ctx), void *ctx,
 		struct err *err)
 {
@@ -1090,6 +1114,7 @@ int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
 	buf_init(&t.errbody, ERROR_BODY_CAP);
 	t.line_fn = line;
 	t.line_ctx = ctx;
+	t.stop = stop;
 	h = pool_take(c);
 	if (!h) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
@@ -1110,6 +1135,12 @@ int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
 	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+	if (stop) {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION,
+				 on_stream_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
+	}
 	errbuf[0] = '\0';
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 
@@ -1128,6 +1159,8 @@ int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
 		error = t.stopped;
 		goto out;
 	}
+	if (t.stop_seen)
+		goto out; /* closed by the caller's flag: error stays 0 */
 	if (t.over_cap) {
 		error = err_set(err, ERR_LIMIT,
 				"GET %s%s: a watch event is larger than %zu "

@@ -115,7 +115,7 @@ bool watchcache_refused(struct watchcache *wc,
 
 /*
  * Stop every watch thread and wait for them (a quiet stream notices the
- * stop within about two seconds). Idempotent; the snapshots stay
+ * stop within about a second). Idempotent; the snapshots stay
  * readable.
  */
 void watchcache_stop(struct watchcache *wc);

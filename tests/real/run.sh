@@ -302,6 +302,8 @@ expect_eq "$(get "$NS_B" deployment/api '{.spec.replicas}')" 2 \
 expect_eq "$(k8s_audit_count syncd list '*')" \
 	"$(k8s_audit_count syncd list '*' 200)" \
 	"every LIST of the resyncs is answered 200"
+expect_eq "$(k8s_audit_count syncd watch '*')" 0 \
+	"the watches stay open through the quiet resyncs: no WATCH request (audit log)"
 expect_eq "$(rvs "$NS_A" configmaps services secrets)|$(rvs "$NS_B" configmaps secrets)" \
 	"$rv_a|$rv_b" "resourceVersions of the objects without a status writer unchanged"
 expect_eq "$(nlines "$log" 'msg="object written"' "$from")" 0 \

@@ -923,6 +923,41 @@ Test(kube_watch, stop_flag_on_a_quiet_stream, .init = setup)
 	free(rv);
 }
 
+static void *set_stop_after_5s(void *arg)
+{
+	(void)arg;
+	sleep_ms(5000);
+	stop_later = true;
+	return NULL;
+}
+
+/*
+ * A quiet watch is one request for as long as the server keeps it open:
+ * not reopened every few seconds to look at the stop flag (what the real
+ * API server showed: a WATCH per type every 2 s of a quiet cluster).
+ */
+Test(kube_watch, a_quiet_stream_stays_open, .init = setup)
+{
+	const struct kube_resource *cm = find("", "ConfigMap");
+	struct kube_watch_options wo = {.bookmarks = false};
+	struct seen s = {.want = 100};
+	pthread_t t;
+	char *rv = list_rv();
+
+	wo.resource_version = rv;
+	stop_later = false;
+	cr_assert_eq(test_emu_reset_stats(&emu), 0);
+	cr_assert_eq(pthread_create(&t, NULL, set_stop_after_5s, NULL), 0);
+	cr_assert_eq(kube_watch(client, cm, "default", &wo, on_event, &s,
+				&stop_later, &err),
+		     0, "%s", err_msg(&err));
+	pthread_join(t, NULL);
+	cr_assert_eq(s.n, 0);
+	cr_assert_eq(test_emu_count(&emu, "watch", "configmaps", 0), 1,
+		     "a quiet watch was reopened");
+	free(rv);
+}
+
 /* ------------------------------------------------------------------ */
 
 TestSuite(kube_event, .init = setup, .fini = teardown, .timeout = 60);

@@ -537,7 +537,7 @@ Test(kube_http, stream_until_callback_stops)
 	create_cm(c, "w1", "1");
 	create_cm(c, "w2", "2");
 	create_cm(c, "w3", "3");
-	cr_assert_eq(kube_stream(c, CM_PATH "?watch=1", 0, on_line, &l, &err),
+	cr_assert_eq(kube_stream(c, CM_PATH "?watch=1", 0, NULL, on_line, &l, &err),
 		     42, "%s", err_msg(&err));
 	cr_assert_eq(l.n, 2);
 	cr_assert_str_eq(l.types[0], "ADDED");
@@ -557,7 +557,7 @@ Test(kube_http, stream_ended_by_server)
 
 	create_cm(c, "s1", "1");
 	cr_assert_eq(kube_stream(c, CM_PATH "?watch=1&timeoutSeconds=1", 0,
-				 on_line, &l, &err),
+				 NULL, on_line, &l, &err),
 		     0, "%s", err_msg(&err));
 	cr_assert_eq(l.n, 1);
 	cr_assert_str_eq(l.names[0], "s1");
@@ -574,9 +574,42 @@ Test(kube_http, stream_idle_timeout)
 
 	/* Nothing in the namespace, no bookmarks: a silent stream. */
 	cr_assert_eq(
-		kube_stream(c, CM_PATH "?watch=1", 1000, on_line, &l, &err),
+		kube_stream(c, CM_PATH "?watch=1", 1000, NULL, on_line, &l, &err),
 		ERR_TIMEOUT, "%s", err_msg(&err));
 	cr_assert_eq(l.n, 0);
+
+	err_release(&err);
+	kube_client_free(c);
+}
+
+static volatile bool stream_stop;
+
+static void *stop_stream_soon(void *arg)
+{
+	struct timespec ts = {0, 300 * 1000000L};
+
+	(void)arg;
+	nanosleep(&ts, NULL);
+	stream_stop = true;
+	return NULL;
+}
+
+Test(kube_http, stream_closed_by_stop_flag_while_silent)
+{
+	struct kube_client *c = client(NULL);
+	struct lines l = {.stop_at = 100};
+	struct err err = ERR_INIT;
+	pthread_t t;
+
+	/* No idle timeout, no events: only the flag can end it. */
+	stream_stop = false;
+	cr_assert_eq(pthread_create(&t, NULL, stop_stream_soon, NULL), 0);
+	cr_assert_eq(kube_stream(c, CM_PATH "?watch=1", 0, &stream_stop,
+				 on_line, &l, &err),
+		     0, "%s", err_msg(&err));
+	pthread_join(t, NULL);
+	cr_assert_eq(l.n, 0);
+	cr_assert_eq(err_count(&err), 0);
 
 	err_release(&err);
 	kube_client_free(c);
@@ -589,7 +622,7 @@ Test(kube_http, stream_error_status)
 	struct err err = ERR_INIT;
 
 	cr_assert_eq(test_emu_faults(&emu, "verb=watch,code=503"), 0);
-	cr_assert_eq(kube_stream(c, CM_PATH "?watch=1", 0, on_line, &l, &err),
+	cr_assert_eq(kube_stream(c, CM_PATH "?watch=1", 0, NULL, on_line, &l, &err),
 		     ERR_IO);
 	cr_assert_eq(l.n, 0);
 	cr_assert_not_null(strstr(err_first(&err), "(503 ServiceUnavailable)"),

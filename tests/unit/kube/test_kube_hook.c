@@ -128,7 +128,7 @@ Test(kube_hook, every_verb_as_the_server_counts_it)
 			 "{\"data\":{\"k\":\"3\"}}"),
 		     200);
 	cr_assert_eq(kube_stream(client, NS_CM "?watch=1&resourceVersion=0",
-				 5000, stop_at_first, NULL, &err),
+				 5000, NULL, stop_at_first, NULL, &err),
 		     1, "%s", err_msg(&err));
 	cr_assert_eq(req("DELETE", NS_CM "/a", NULL, NULL), 200);
 	cr_assert_eq(req("DELETE", NS_CM, NULL, NULL), 200);
