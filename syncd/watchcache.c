@@ -543,7 +543,7 @@ bool watchcache_all_synced(struct watchcache *wc)
 
 	pthread_mutex_lock(&wc->lock);
 	for (struct watch *w = wc->watches; w && synced; w = w->next)
-		synced = w->synced;
+		synced = w->synced || w->refused;
 	pthread_mutex_unlock(&wc->lock);
 	return synced;
 }

@@ -79,7 +79,11 @@ bool watchcache_synced(struct watchcache *wc,
 		       const struct kube_resource *resource, const char *ns,
 		       const char *label_selector);
 
-/* Whether every watch started so far has completed its first list. */
+/*
+ * Whether every watch started so far has completed its first list,
+ * leaving out the refused ones (watchcache_refused(): they never will,
+ * and their owner watches narrower instead).
+ */
 bool watchcache_all_synced(struct watchcache *wc);
 
 /*

@@ -505,6 +505,10 @@ per_ns_watch() { # USER: namespaces it watches configmaps in
 }
 expect_eq "$(per_ns_watch "$(user_of "$L")")" "$NS_A $NS_B " \
 	"the leader watches ConfigMaps in each app's namespace instead"
+port_of() { sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$tmp/r$1.log" | tail -n 1; }
+readyz() { curl -sS --max-time 5 "http://127.0.0.1:$(port_of "$1")/readyz" 2>&1; }
+expect_eq "$(readyz "$L")|$(readyz "$S")" "ok|ok" \
+	"both replicas are ready (/readyz), the leader with its per-namespace watches synced"
 
 # SIGTERM: the leader releases the Lease (seen by a watch on it), the
 # standby takes over at once.

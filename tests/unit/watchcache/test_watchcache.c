@@ -551,6 +551,33 @@ Test(watchcache, a_refused_list_stops_the_watch)
 	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 403), 1);
 }
 
+/*
+ * A namespaced role refuses the list of every namespace; the owner then
+ * watches each namespace. The refused watch never syncs, and must not
+ * keep the cache from saying it is synced (readiness of a namespaced
+ * syncd on the real server hung on it).
+ */
+Test(watchcache, a_refused_watch_does_not_count_for_all_synced)
+{
+	const struct kube_resource *cm, *ns;
+	long deadline;
+
+	start_with(refuse_lists);
+	cm = find("ConfigMap");
+	ns = find("Namespace");
+	cr_assert_eq(watchcache_watch(wc, ns, NULL, NULL, &err), 0);
+	cr_assert_eq(watchcache_watch(wc, cm, NULL, NULL, &err), 0);
+	deadline = now_ms() + WAIT_MS;
+	while (!(watchcache_refused(wc, cm, NULL, NULL) &&
+		 watchcache_synced(wc, ns, NULL, NULL)) &&
+	       now_ms() < deadline)
+		pause_ms(20);
+	cr_assert(watchcache_refused(wc, cm, NULL, NULL));
+	cr_assert(watchcache_synced(wc, ns, NULL, NULL));
+	cr_assert(watchcache_all_synced(wc),
+		  "the refused watch holds back all_synced");
+}
+
 /* The resourceVersion of the cached Deployment ns/name ("" absent). */
 static const char *cached_deploy_rv(const struct kube_resource *d,
 				    const char *name)
