@@ -361,6 +361,24 @@ expect_eq "$(get "$SA_NS" lease/syncd '{.spec.holderIdentity}')" syncd-0 \
 	"in-cluster: the Lease syncd in the pod's namespace names the pod"
 expect_match '"msg":"pass done","app":"shop".*failed=0' "$(cat "$log")" \
 	"in-cluster: a pass completes without failure"
+# Passes run every second (the poll): once converged they write nothing,
+# for none of the 12 kinds is there a difference that is not one.
+passes() { grep -c '"msg":"pass done","app":"shop"' "$log"; }
+n0=$(passes)
+k8s_audit_mark
+more_passes() { [ "$(passes)" -ge $((n0 + 3)) ]; }
+wait_for 30 more_passes || true
+sa_writes() {
+	k8s_audit_barrier
+	tail -n "+$k8s_audit_from" "$K8S_AUDIT" | jq -c --arg u "$SA_USER" '
+		select(.user.username == $u and
+			(.verb | test("^(create|update|patch|delete)$")) and
+			.objectRef.resource != "leases")' | wc -l
+}
+expect_eq "$(($(passes) - n0 >= 3)) $(sa_writes)" "1 0" \
+	"in-cluster: three more passes write nothing (audit log)"
+expect_eq "$(curl -sS --max-time 5 "http://127.0.0.1:$listen_port/readyz")" ok \
+	"in-cluster: /readyz answers ok"
 
 kc -n "$APP_NS" patch configmap settings --type merge -p '{"data":{"colour":"red"}}' >/dev/null
 if wait_for 20 eval '[ "$(get "$APP_NS" configmap/settings "{.data.colour}")" = blue ]'; then
