@@ -10,13 +10,16 @@
 #     no WATCH reopened, and the resourceVersions of the objects without
 #     a status writer stay; the real HPA of app beta (minReplicas above
 #     the declared replicas) owns .spec.replicas through /scale and is
-#     left alone (no write to that Deployment);
+#     left alone (no write to that Deployment), as /api/v1/apps and
+#     `syncd status` report;
 #  3. healing through the watch (resync 1h after a SIGHUP that restarts
 #     the controller, which writes nothing): a `kubectl edit` and a
 #     `kubectl patch` of declared fields are taken back within seconds
 #     without a LIST, logged with the field and the person's manager,
 #     with a DriftCorrected Event; a write of only an HPA's status runs
-#     no pass; the echo of syncd's writes causes no further write;
+#     no pass; the echo of syncd's writes causes no further write; a
+#     loop of `kubectl patch` is a fight (logged, a FieldFight Event, the
+#     field no longer written until the window passed);
 #  4. following a commit: a change pushed to the Git server is in the API
 #     server after the poll, and is not reported as drift;
 #  5. leader election on a real coordination.k8s.io/v1 Lease: two replicas
@@ -317,12 +320,27 @@ expect_eq "$(rvs "$NS_A" configmaps services secrets)|$(rvs "$NS_B" configmaps s
 	"$rv_a|$rv_b" "resourceVersions of the objects without a status writer unchanged"
 expect_eq "$(nlines "$log" 'msg="object written"' "$from")" 0 \
 	"the resyncs log no object written"
+# What it says about it: the HTTP API and syncd status.
+port=$(sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+apps=$(curl -sS --max-time 5 "http://127.0.0.1:$port/api/v1/apps")
+expect_eq "$(printf '%s' "$apps" | jq -r '.apps[] | "\(.name) \(.state) \(.revision) \(.summary.foreignFields)"' | sort | tr '\n' ',')" \
+	"alpha InSync $c1 0,beta InSync $c1 1," \
+	"/api/v1/apps: both apps InSync at the pushed commit, beta with one foreign field"
+expect_eq "$(curl -sS --max-time 5 "http://127.0.0.1:$port/api/v1/apps/beta" | jq -r '
+	.report.objects[] | .fields[] | "\(.path) \(.owner) \(.managers[0].manager) \(.managers[0].subresource)"')" \
+	".spec.replicas foreign kube-controller-manager scale" \
+	"/api/v1/apps/beta: .spec.replicas is foreign, kube-controller-manager on /scale"
+run_syncd status --addr "http://127.0.0.1:$port" --no-color
+expect_eq "$rc $(printf '%s\n' "$out" | awk '$1 == "alpha" || $1 == "beta" {print $1, $2, $5}' | tr '\n' ',')" \
+	"0 alpha InSync 0,beta InSync 1," "syncd status: both apps InSync, beta's foreign field counted"
 
 # === 3. healing through the watch ========================================
 # resync 1h (and no polls of app beta): a SIGHUP with changed globals
 # restarts the controller; its first pass lists, then only the watch
 # tells it about changes.
-config "$tmp/run.yaml" 1h "" "" 1h
+config "$tmp/run.yaml" 1h "fightDetection:
+  changes: 3
+  window: 5s" "" 1h
 from=$(loglen "$log")
 k8s_audit_mark
 kill -HUP "$syncd_pid"
@@ -397,6 +415,48 @@ k8s_audit_mark
 sleep 2
 expect_eq "$(syncd_writes)" 0 "the echo of syncd's own writes causes no further write"
 
+# A script patching a field back again and again is a fight: syncd
+# stops writing that field, and writes it again once the window passed.
+fighter() { # SECONDS
+	local end=$((SECONDS + $1))
+	while [ "$SECONDS" -lt "$end" ]; do
+		kc -n "$NS_A" patch configmap settings --type merge \
+			-p '{"data":{"value":"fight"}}' >/dev/null 2>&1
+		sleep 0.3
+	done
+}
+from=$(loglen "$log")
+fighter 40 &
+fighter_pid=$!
+pids+=("$fighter_pid")
+fight_re='level=warn msg="field fight: changed back every time syncd writes it; syncd stops writing it" app=alpha .*object="ConfigMap real-run-a/settings" field=.data.value managers=syncd,kubectl-patch'
+fought() { [ "$(nlines "$log" "$fight_re" "$from")" -ge 1 ]; }
+if wait_for 30 fought; then
+	ok "a loop of kubectl patch is a fight, logged with the field and both managers"
+else
+	not_ok "a loop of kubectl patch is a fight"
+	show_log "$log"
+fi
+sleep 0.5
+k8s_audit_mark
+sleep 2
+expect_eq "$(k8s_audit_count syncd patch configmaps) $(get "$NS_A" configmap/settings '{.data.value}')" \
+	"0 fight" "while the fight is held syncd does not write the field (audit log)"
+expect_match 'data.value is changed back by kubectl-patch' \
+	"$(kc -n "$NS_A" get events.events.k8s.io -o json | jq -r '.items[] |
+		select(.reason == "FieldFight" and .type == "Warning") | .note')" \
+	"a FieldFight Warning Event names the field and the other manager"
+kill "$fighter_pid" 2>/dev/null
+wait "$fighter_pid" 2>/dev/null
+if wait_for 30 is "$NS_A" configmap/settings '{.data.value}' one; then
+	ok "once the fighter stopped and the window passed, syncd writes the field again"
+else
+	not_ok "the fight ends: $(get "$NS_A" configmap/settings '{.data.value}')"
+	show_log "$log"
+fi
+expect_match 'msg="field fight over: syncd writes it again" app=alpha ' \
+	"$(tail -n +"$from" "$log")" "the end of the fight is logged"
+
 # === 4. following a commit ===============================================
 from=$(loglen "$log")
 cm settings two >"$work/apps/a/cm.yaml"
@@ -413,7 +473,7 @@ expect_match "msg=rendered app=alpha revision=$c2" "$(cat "$log")" \
 	"app alpha renders the new commit"
 expect_eq "$(nlines "$log" "msg=\"object written\" app=alpha revision=$c2 .*result=configured$" "$from")" 2 \
 	"the commit's two objects are written, with no drift named (a new revision is not drift)"
-expect_eq "$(drift_event "$NS_A" settings)" "" \
+expect_eq "$( (drift_event "$NS_A" settings; drift_event "$NS_A" web) | grep -c "revision ${c2:0:12}")" 0 \
 	"no DriftCorrected Event for the commit's change"
 expect_eq "$(nlines "$log" "msg=rendered app=beta revision=$c2")" 0 \
 	"app beta (not polled) renders nothing new"
