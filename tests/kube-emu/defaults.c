@@ -435,16 +435,16 @@ static void container(struct dctx *c, json_t *ct, bool host_network)
 }
 
 /*
- * An embedded ObjectMeta: Go writes its zero creationTimestamp as null
- * (metav1.Time has no omitempty effect), so kube 1.32 shows
- * "creationTimestamp: null" in every template.
+ * An embedded ObjectMeta is a struct Go always writes (`metadata: {}`);
+ * its zero creationTimestamp is left out (omitzero, kube 1.33 and later),
+ * and a null one sent by the client is dropped with it.
  */
 static void embedded_meta(json_t *holder)
 {
 	json_t *meta = child(holder, "metadata");
 
-	if (meta && !json_object_get(meta, "creationTimestamp"))
-		json_object_set_new(meta, "creationTimestamp", json_null());
+	if (meta && json_is_null(json_object_get(meta, "creationTimestamp")))
+		json_object_del(meta, "creationTimestamp");
 }
 
 static void pvc_spec(struct dctx *c, json_t *spec)

@@ -675,12 +675,23 @@ struct emu_response {
 	bool drop;
 	/* Seconds for a Retry-After header; 0: none. */
 	unsigned retry_after;
+	/*
+	 * Warning headers (`299 - "text"`), one text per line: unknown
+	 * fields dropped, deprecated kinds.
+	 */
+	struct buf warnings;
 };
 
-#define EMU_RESPONSE_INIT                        \
-	{                                        \
-		0, NULL, BUF_INIT, NULL, false, 0 \
+#define EMU_RESPONSE_INIT                                  \
+	{                                                  \
+		0, NULL, BUF_INIT, NULL, false, 0, BUF_INIT \
 	}
+
+/* Release what *resp holds but its watch. */
+void emu_response_release(struct emu_response *resp);
+
+/* Add a warning to *resp. */
+void emu_response_warn(struct emu_response *resp, const char *text);
 
 struct emu_faults;
 

@@ -10,6 +10,7 @@
 #include "diff/diff.h"
 #include "renderers/render.h"
 #include "tests/kube-emu/emu.h"
+#include "tests/kube-emu/types.h"
 
 #define MAX_SEGMENTS 10
 
@@ -29,6 +30,18 @@ static const char *query(const struct emu_request *req, const char *key)
 		if (!strcmp(req->query[i].key, key))
 			return req->query[i].value ? req->query[i].value : "";
 	return NULL;
+}
+
+void emu_response_release(struct emu_response *resp)
+{
+	buf_release(&resp->body);
+	buf_release(&resp->warnings);
+}
+
+void emu_response_warn(struct emu_response *resp, const char *text)
+{
+	buf_adds(&resp->warnings, text);
+	buf_addch(&resp->warnings, '\n');
 }
 
 void emu_reply_json(struct emu_response *resp, int code, json_t *body)
@@ -272,6 +285,10 @@ static int check_identity(const struct target *t, const json_t *obj,
 	return error;
 }
 
+static void reply_bad_option(struct emu_response *resp,
+			     const struct emu_request *req, const char *field,
+			     const char *reason, const char *why);
+
 /* dryRun: absent, or "All". 1 dry, 0 not, -1 bad (resp filled). */
 static int dry_run(const struct emu_request *req, struct emu_response *resp)
 {
@@ -282,13 +299,137 @@ static int dry_run(const struct emu_request *req, struct emu_response *resp)
 		return 0;
 	if (!strcmp(d, "All"))
 		return 1;
-	buf_addf(&msg,
-		 "Invalid dryRun value: %s; the only supported value "
-		 "is \"All\"",
+	buf_addf(&msg, "Unsupported value: [\"%s\"]: supported values: \"All\"",
 		 d);
-	emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+	reply_bad_option(resp, req, "dryRun", "FieldValueNotSupported",
+			 msg.ptr);
 	buf_release(&msg);
 	return -1;
+}
+
+/*
+ * The 422 of request options kube-apiserver refuses (CreateOptions,
+ * UpdateOptions, PatchOptions or DeleteOptions after the method): one
+ * cause on `field`.
+ */
+static void reply_bad_option(struct emu_response *resp,
+			     const struct emu_request *req, const char *field,
+			     const char *reason, const char *why)
+{
+	const char *m = req->method;
+	const char *kind = !strcmp(m, "POST")	 ? "CreateOptions"
+			   : !strcmp(m, "PUT")	 ? "UpdateOptions"
+			   : !strcmp(m, "PATCH") ? "PatchOptions"
+						 : "DeleteOptions";
+	struct buf msg = BUF_INIT;
+	json_t *st;
+
+	buf_addf(&msg, "%s.meta.k8s.io \"\" is invalid: %s: %s", kind, field,
+		 why);
+	st = emu_status_new(422, "Invalid", msg.ptr, NULL, "meta.k8s.io",
+			    kind);
+	json_object_set_new(json_object_get(st, "details"), "causes",
+			    json_pack("[{s:s, s:s, s:s}]", "reason", reason,
+				      "message", why, "field", field));
+	emu_reply_json(resp, 422, st);
+	buf_release(&msg);
+}
+
+enum field_validation { FV_IGNORE, FV_WARN, FV_STRICT };
+
+/*
+ * ?fieldValidation=: Ignore, Warn (also when absent) or Strict; -1 with
+ * the 422 in resp for anything else.
+ */
+static int field_validation(const struct emu_request *req,
+			    struct emu_response *resp)
+{
+	const char *v = query(req, "fieldValidation");
+	struct buf why = BUF_INIT;
+
+	if (!v || !*v || !strcmp(v, "Warn"))
+		return FV_WARN;
+	if (!strcmp(v, "Ignore"))
+		return FV_IGNORE;
+	if (!strcmp(v, "Strict"))
+		return FV_STRICT;
+	buf_addf(&why,
+		 "Unsupported value: \"%s\": supported values: \"\", "
+		 "\"Ignore\", \"Strict\", \"Warn\"",
+		 v);
+	reply_bad_option(resp, req, "fieldValidation", "FieldValueNotSupported",
+			 why.ptr);
+	buf_release(&why);
+	return -1;
+}
+
+/* The Go type a write to t decodes into; -1 for custom resources. */
+static int target_type(const struct target *t)
+{
+	if (t->sub && !strcmp(t->sub, "scale"))
+		return emu_type_root("autoscaling", "v1", "Scale");
+	if (emu_resource_is_custom(t->res))
+		return -1;
+	return emu_type_root(t->res->group, t->res->version, t->res->kind);
+}
+
+/*
+ * Decode a create or update body as the server reads it into its Go type
+ * (types.h): unknown fields are dropped, each with a warning under
+ * fieldValidation Warn, silently under Ignore, refusing the write under
+ * Strict; a value of the wrong JSON type refuses it. 0, or -1 with the
+ * 400 in resp.
+ */
+static int decode_typed(const struct emu_request *req, const struct target *t,
+			json_t *obj, int fv, struct emu_response *resp)
+{
+	const char *kind = t->sub && !strcmp(t->sub, "scale") ? "Scale"
+							       : t->res->kind;
+	int root = target_type(t);
+	struct buf msg = BUF_INIT, why = BUF_INIT;
+	json_t *unknown = json_array(), *u;
+	size_t i;
+	int ret = 0;
+
+	(void)req;
+	if (root < 0 || !unknown)
+		goto out;
+	if (emu_types_decode(obj, root, unknown, &why) < 0) {
+		buf_addf(&msg, "%s in version \"%s\" cannot be handled as a %s: %s",
+			 kind, t->sub && !strcmp(t->sub, "scale") ? "v1"
+								  : t->res->version,
+			 kind, why.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+		ret = -1;
+		goto out;
+	}
+	if (fv == FV_STRICT && json_array_size(unknown)) {
+		buf_addf(&msg,
+			 "%s in version \"%s\" cannot be handled as a %s: "
+			 "strict decoding error: ",
+			 kind, t->res->version, kind);
+		json_array_foreach(unknown, i, u)
+		{
+			buf_addf(&msg, "%sunknown field \"%s\"", i ? ", " : "",
+				 json_string_value(json_object_get(u, "path")));
+		}
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+		ret = -1;
+		goto out;
+	}
+	if (fv == FV_WARN)
+		json_array_foreach(unknown, i, u)
+		{
+			buf_reset(&msg);
+			buf_addf(&msg, "unknown field \"%s\"",
+				 json_string_value(json_object_get(u, "path")));
+			emu_response_warn(resp, msg.ptr);
+		}
+out:
+	json_decref(unknown);
+	buf_release(&msg);
+	buf_release(&why);
+	return ret;
 }
 
 /* The Scale view of an object. Caller owns the result. */
@@ -448,10 +589,80 @@ static json_t *run_patch(json_t *doc, enum patch_type type, const json_t *patch,
 	return patched;
 }
 
+/*
+ * The patched object decoded into its Go type, as for a create
+ * (decode_typed): unknown fields dropped with a warning (Warn) or
+ * silently (Ignore). Under Strict an unknown field, and always a value of
+ * the wrong type, is kube's 422 on the patch: the patched object quoted
+ * and the decoder's error. 0, or the HTTP code with *out the Status.
+ */
+static int decode_patched(const struct target *t, json_t *doc, int fv,
+			  struct emu_response *resp, json_t **out)
+{
+	int root = target_type(t);
+	struct buf why = BUF_INIT, msg = BUF_INIT, cause = BUF_INIT;
+	json_t *unknown = json_array(), *copy = NULL, *u;
+	char *text = NULL;
+	size_t i;
+	int code = 0;
+
+	if (root < 0 || !unknown)
+		goto out;
+	copy = json_deep_copy(doc);
+	if (emu_types_decode(doc, root, unknown, &why) == 0) {
+		if (fv == FV_STRICT && json_array_size(unknown)) {
+			buf_adds(&why, "strict decoding error: ");
+			json_array_foreach(unknown, i, u)
+			{
+				buf_addf(&why, "%sunknown field \"%s\"",
+					 i ? ", " : "",
+					 json_string_value(
+						 json_object_get(u, "path")));
+			}
+		} else {
+			json_array_foreach(unknown, i, u)
+			{
+				if (fv != FV_WARN)
+					break;
+				buf_reset(&msg);
+				buf_addf(&msg, "unknown field \"%s\"",
+					 json_string_value(
+						 json_object_get(u, "path")));
+				emu_response_warn(resp, msg.ptr);
+			}
+			goto out;
+		}
+	}
+	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	buf_adds(&cause, "Invalid value: \"");
+	for (i = 0; text && text[i]; i++) {
+		if (text[i] == '"' || text[i] == '\\')
+			buf_addch(&cause, '\\');
+		buf_addch(&cause, text[i]);
+	}
+	buf_addf(&cause, "\": %s", why.ptr);
+	buf_addf(&msg, " \"\" is invalid: patch: %s", cause.ptr);
+	*out = emu_status_new(422, "Invalid", msg.ptr, NULL, NULL, NULL);
+	json_object_set_new(*out, "details",
+			    json_pack("{s:[{s:s, s:s, s:s}]}", "causes",
+				      "reason", "FieldValueInvalid", "message",
+				      cause.ptr, "field", "patch"));
+	code = 422;
+out:
+	free(text);
+	json_decref(copy);
+	json_decref(unknown);
+	buf_release(&why);
+	buf_release(&msg);
+	buf_release(&cause);
+	return code;
+}
+
 /* Read, patch, write once. The HTTP code; *out as emu_store_update(). */
 static int patch_once(struct emu_server *srv, const struct target *t,
 		      enum patch_type type, const json_t *patch,
-		      const char *mgr, bool dry, json_t **out)
+		      const char *mgr, bool dry, int fv,
+		      struct emu_response *resp, json_t **out)
 {
 	json_t *live = NULL, *patched = NULL, *spec, *s;
 	int code;
@@ -465,7 +676,8 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 		/* The patch is of the Scale; its spec.replicas is taken. */
 		patched = run_patch(scale_of(live), type, patch, t->res, &code,
 				    out);
-		if (!patched)
+		if (!patched || (code = decode_patched(t, patched, fv, resp,
+						       out)))
 			goto out;
 		spec = json_object_get(live, "spec");
 		if (!json_is_object(spec)) {
@@ -506,6 +718,8 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 					   "object");
 		goto out;
 	}
+	if ((code = decode_patched(t, patched, fv, resp, out)))
+		goto out;
 	code = emu_store_update(&srv->store, t->res, t->ns, t->name, t->sub,
 				mgr, patched, dry, out);
 out:
@@ -915,6 +1129,50 @@ static void handle_apply_sub(struct emu_server *srv,
 }
 
 /*
+ * An applied body must be of its kind's type: a field the type does not
+ * declare fails the apply, whatever fieldValidation says, with the 500
+ * kube-apiserver answers when it cannot make the typed patch object.
+ * 0, or -1 with resp filled.
+ */
+static int apply_typed(const struct target *t, const json_t *body,
+		       struct emu_response *resp)
+{
+	int root = target_type(t);
+	json_t *copy, *unknown = json_array();
+	const char *ns, *name;
+	struct buf msg = BUF_INIT, why = BUF_INIT;
+	int ret = 0;
+
+	if (root < 0 || !unknown || !(copy = json_deep_copy(body))) {
+		json_decref(unknown);
+		return 0;
+	}
+	emu_types_decode(copy, root, unknown, &why);
+	if (json_array_size(unknown)) {
+		ns = json_string_value(json_object_get(
+			json_object_get(body, "metadata"), "namespace"));
+		name = json_string_value(json_object_get(
+			json_object_get(body, "metadata"), "name"));
+		buf_addf(&msg,
+			 "failed to create typed patch object (%s/%s; %s/%s, "
+			 "Kind=%s): %s: field not declared in schema",
+			 ns ? ns : "", name ? name : "", t->res->group,
+			 t->res->version, t->res->kind,
+			 json_string_value(json_object_get(
+				 json_array_get(unknown, 0), "typed")));
+		emu_reply_json(resp, 500,
+			       emu_status_new(500, NULL, msg.ptr, NULL, NULL,
+					      NULL));
+		ret = -1;
+	}
+	json_decref(copy);
+	json_decref(unknown);
+	buf_release(&msg);
+	buf_release(&why);
+	return ret;
+}
+
+/*
  * PATCH with application/apply-patch+yaml: server-side apply. The body
  * is YAML or JSON; ?fieldManager= is required, ?force=true takes fields
  * from other managers instead of failing with a Conflict.
@@ -954,7 +1212,8 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 				  "the body must be one object", resp)))
 		goto out;
 	emu_resource_api_version(t->res, &av);
-	if (check_identity(t, body, av.ptr, t->res->kind, resp) < 0)
+	if (check_identity(t, body, av.ptr, t->res->kind, resp) < 0 ||
+	    apply_typed(t, body, resp) < 0)
 		goto out;
 	if (!(obj = json_deep_copy(body))) {
 		emu_reply_status(resp, 500, "InternalError", "out of memory");
@@ -1009,7 +1268,7 @@ out:
 }
 
 static void handle_patch(struct emu_server *srv, const struct emu_request *req,
-			 const struct target *t, bool dry,
+			 const struct target *t, bool dry, int fv,
 			 struct emu_response *resp)
 {
 	struct buf msg = BUF_INIT, mgr = BUF_INIT;
@@ -1033,13 +1292,19 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 	} else if (media_is(req->content_type, "application/json-patch+json")) {
 		type = PATCH_JSON;
 	} else {
-		buf_addf(&msg, "the body of the request was in an unknown "
-			       "format - accepted media types include: "
-			       "application/json-patch+json, "
-			       "application/merge-patch+json, "
-			       "application/apply-patch+yaml, "
-			       "application/strategic-merge-patch+json");
-		emu_reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
+		/* As the patch handler's plain errors.NewGenericServerResponse. */
+		out = emu_status_new(415, "UnsupportedMediaType",
+				     "415: Unsupported Media Type", NULL, NULL,
+				     NULL);
+		json_object_set_new(out, "details", json_object());
+		emu_reply_json(resp, 415, out);
+		out = NULL;
+		goto out;
+	}
+	if (query(req, "force")) {
+		reply_bad_option(resp, req, "force", "FieldValueForbidden",
+				 "Forbidden: may not be specified for non-apply "
+				 "patch");
 		goto out;
 	}
 	if (type == PATCH_JSON)
@@ -1065,7 +1330,9 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 			pinned = true;
 	}
 	for (attempt = 0;; attempt++) {
-		code = patch_once(srv, t, type, patch, mgr.ptr, dry, &out);
+		buf_reset(&resp->warnings);
+		code = patch_once(srv, t, type, patch, mgr.ptr, dry, fv, resp,
+				  &out);
 		if (code != 409 || pinned || attempt == 5)
 			break;
 		json_decref(out);
@@ -1246,9 +1513,12 @@ static void handle_resource(struct emu_server *srv,
 	const char *m = req->method, *lim;
 	json_t *obj = NULL, *out = NULL, *cur;
 	char *end;
-	int dry, code;
+	int dry, code, fv = FV_WARN;
 
 	if ((dry = dry_run(req, resp)) < 0)
+		goto out;
+	if ((!strcmp(m, "POST") || !strcmp(m, "PUT") || !strcmp(m, "PATCH")) &&
+	    (fv = field_validation(req, resp)) < 0)
 		goto out;
 	emu_resource_api_version(t->res, &av);
 	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
@@ -1290,7 +1560,8 @@ static void handle_resource(struct emu_server *srv,
 		} else if (!strcmp(m, "POST") && t->ns) {
 			if (!(obj = decode_body(req, resp)) ||
 			    check_identity(t, obj, av.ptr, t->res->kind, resp) <
-				    0)
+				    0 ||
+			    decode_typed(req, t, obj, fv, resp) < 0)
 				goto out;
 			code = emu_store_create(&srv->store, t->res,
 						t->ns ? t->ns : "", obj,
@@ -1323,7 +1594,8 @@ static void handle_resource(struct emu_server *srv,
 			goto out;
 		if (t->sub && !strcmp(t->sub, "scale")) {
 			if (check_identity(t, obj, "autoscaling/v1", "Scale",
-					   resp) < 0)
+					   resp) < 0 ||
+			    decode_typed(req, t, obj, fv, resp) < 0)
 				goto out;
 			code = emu_store_get(&srv->store, t->res, t->ns,
 					     t->name, &cur);
@@ -1350,13 +1622,14 @@ static void handle_resource(struct emu_server *srv,
 			emu_reply_json(resp, code, out);
 			goto out;
 		}
-		if (check_identity(t, obj, av.ptr, t->res->kind, resp) < 0)
+		if (check_identity(t, obj, av.ptr, t->res->kind, resp) < 0 ||
+		    decode_typed(req, t, obj, fv, resp) < 0)
 			goto out;
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
 					t->sub, mgr.ptr, obj, dry, &out);
 		emu_reply_json(resp, code, out);
 	} else if (!strcmp(m, "PATCH")) {
-		handle_patch(srv, req, t, dry, resp);
+		handle_patch(srv, req, t, dry, fv, resp);
 	} else if (!strcmp(m, "DELETE") && !t->sub) {
 		if (delete_preconditions(srv, req, t, resp) < 0)
 			goto out;

@@ -156,6 +156,38 @@ static void watch_stream_free(void *cls)
 	free(ws);
 }
 
+/*
+ * One Warning header per warning, as kube-apiserver writes them: code
+ * 299, agent "-", the text quoted as Go's strconv.Quote does.
+ */
+static void add_warnings(struct MHD_Response *r,
+			 const struct emu_response *resp)
+{
+	const char *p = resp->warnings.ptr, *end;
+	struct buf h = BUF_INIT;
+
+	while (p && *p) {
+		end = strchr(p, '\n');
+		if (!end)
+			end = p + strlen(p);
+		buf_reset(&h);
+		buf_adds(&h, "299 - \"");
+		for (; p < end; p++) {
+			if (*p == '"' || *p == '\\')
+				buf_addch(&h, '\\');
+			if ((unsigned char)*p < 0x20)
+				buf_addf(&h, "\\x%02x", (unsigned char)*p);
+			else
+				buf_addch(&h, *p);
+		}
+		buf_addch(&h, '"');
+		MHD_add_response_header(r, "Warning", buf_cstr(&h));
+		if (*p)
+			p++;
+	}
+	buf_release(&h);
+}
+
 /* Headers every answer carries besides its body. */
 static void add_headers(struct MHD_Response *r, const struct emu_response *resp)
 {
@@ -168,6 +200,7 @@ static void add_headers(struct MHD_Response *r, const struct emu_response *resp)
 		snprintf(secs, sizeof(secs), "%u", resp->retry_after);
 		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
 	}
+	add_warnings(r, resp);
 }
 
 /* Queue the streaming response of a watch; takes resp->watch. */
@@ -238,7 +271,7 @@ static struct MHD_Response *dropped_response(struct emu_response *resp)
 	size_t len = resp->body.len;
 
 	if (!db) {
-		buf_release(&resp->body);
+		emu_response_release(resp);
 		return NULL;
 	}
 	db->data = buf_detach(&resp->body, NULL);
@@ -329,7 +362,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	emu_handle(srv, &req, &resp);
 	free(q.items);
 	if (resp.watch) {
-		buf_release(&resp.body);
+		emu_response_release(&resp);
 		return queue_watch(conn, &resp);
 	}
 	if (resp.drop) {
@@ -340,13 +373,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			MHD_RESPMEM_MUST_COPY);
 	}
 	if (!r) {
-		buf_release(&resp.body);
+		emu_response_release(&resp);
 		return MHD_NO;
 	}
 	add_headers(r, &resp);
 	ret = MHD_queue_response(conn, (unsigned)resp.code, r);
 	MHD_destroy_response(r);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	return ret;
 }
 

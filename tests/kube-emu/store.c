@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "tests/kube-emu/emu.h"
+#include "tests/kube-emu/types.h"
 
 static const char *const initial_namespaces[] = {"default", "kube-system",
 						 "kube-public", NULL};
@@ -388,7 +389,7 @@ static const struct emu_resource *namespaces_res(void)
  * finalizer (spec.finalizers changes only through /finalize, so an
  * update keeps the old spec) and phase Active.
  */
-static void namespace_defaults(json_t *obj, const char *name, const json_t *old)
+static void namespace_label(json_t *obj, const char *name)
 {
 	json_t *meta = json_object_get(obj, "metadata"), *labels;
 
@@ -399,6 +400,14 @@ static void namespace_defaults(json_t *obj, const char *name, const json_t *old)
 	}
 	json_object_set_new(labels, "kubernetes.io/metadata.name",
 			    json_string(name));
+}
+
+/*
+ * What the namespace strategy sets after the field manager (so nobody
+ * owns it): the finalizer on create, kept on update, and the phase.
+ */
+static void namespace_prepare(json_t *obj, const json_t *old)
+{
 	if (old)
 		json_object_set(obj, "spec", json_object_get(old, "spec"));
 	else
@@ -751,10 +760,21 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 			   const char *sub)
 {
 	bool crd = is_crd_res(res) && !sub;
-	struct buf av = BUF_INIT;
+	struct buf av = BUF_INIT, ignored = BUF_INIT;
 	json_t *status, *before = NULL;
+	int root = emu_resource_is_custom(res)
+			   ? -1
+			   : emu_type_root(res->group, res->version, res->kind);
 
+	/*
+	 * A built-in kind goes through its Go type: decoded (the handler
+	 * has refused what does not decode), defaulted, encoded.
+	 */
+	if (root >= 0)
+		emu_types_decode(obj, root, NULL, &ignored);
 	status = emu_defaults_apply(st, res, obj, old);
+	if (!status && root >= 0)
+		emu_types_encode(obj, root);
 	if (!status && crd)
 		status = emu_crd_prepare(res, obj);
 	if (!status)
@@ -783,6 +803,7 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 out:
 	json_decref(before);
 	buf_release(&av);
+	buf_release(&ignored);
 	return status;
 }
 
@@ -866,14 +887,16 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 		json_object_del(meta, "generation");
 	if (res->flags & EMU_RES_STATUS)
 		json_object_del(obj, "status");
-	if (!strcmp(res->name, "namespaces") && !*res->group)
-		namespace_defaults(obj, name.ptr, NULL);
+	if (res == namespaces_res())
+		namespace_label(obj, name.ptr);
 	if ((refused = admit_write(st, res, obj, NULL, manager, NULL))) {
 		code = (int)json_integer_value(
 			json_object_get(refused, "code"));
 		*out = refused;
 		goto out;
 	}
+	if (res == namespaces_res())
+		namespace_prepare(obj, NULL);
 	/* Admission may not rename or move the object. */
 	meta = json_object_get(obj, "metadata");
 	json_object_set_new(meta, "name", json_string(name.ptr));
@@ -1002,8 +1025,8 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 	if (*ns)
 		json_object_set_new(meta, "namespace", json_string(ns));
 	keep_server_meta(meta, oldmeta);
-	if (!strcmp(res->name, "namespaces") && !*res->group)
-		namespace_defaults(obj, name, old);
+	if (res == namespaces_res())
+		namespace_label(obj, name);
 	if (!json_is_array(json_object_get(meta, "managedFields"))) {
 		if (json_object_get(oldmeta, "managedFields"))
 			json_object_set(
@@ -1020,8 +1043,11 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 		goto out;
 	}
 	/* Admission may not rename the object or touch what the server owns. */
+	meta = json_object_get(obj, "metadata");
 	json_object_set_new(meta, "name", json_string(name));
 	keep_server_meta(meta, oldmeta);
+	if (res == namespaces_res() && !status_only)
+		namespace_prepare(obj, old);
 	if (is_noop(obj, old, mf_before)) {
 		*out = json_deep_copy(old);
 		goto out;

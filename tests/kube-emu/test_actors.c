@@ -593,7 +593,7 @@ static int control(struct emu_actors *a, const char *method, const char *path,
 		seg[n++] = s;
 	code = emu_actors_control(a, &req, seg, n, &resp) < 0 ? -1 : resp.code;
 	*out = code > 0 ? json_loads(buf_cstr(&resp.body), 0, NULL) : NULL;
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	free(copy);
 	return code;
 }

@@ -57,7 +57,7 @@ int emu_test_call(struct emu_server *srv, const char *method, const char *url,
 
 	emu_test_request(srv, method, url, ct, body, NULL, &resp);
 	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	emu_watch_free(resp.watch);
 	return resp.code;
 }

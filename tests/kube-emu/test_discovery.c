@@ -57,7 +57,7 @@ static int call(struct emu_server *srv, const char *method, const char *path,
 	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
 	if (ct)
 		*ct = resp.content_type;
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	return resp.code;
 }
 

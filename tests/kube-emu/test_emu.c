@@ -379,7 +379,7 @@ static int call(struct emu_server *srv, const char *method, const char *url,
 	next_too_large = false;
 	emu_test_request(srv, method, url, ct, body, &o, &resp);
 	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	emu_watch_free(resp.watch);
 	return resp.code;
 }
@@ -504,7 +504,7 @@ Test(handler, unauthorized)
 	emu_handle(&srv, &req, &resp);
 	cr_assert_eq(resp.code, 200);
 	cr_assert_str_eq(buf_cstr(&resp.body), "ok");
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	emu_store_release(&srv.store);
 }
 

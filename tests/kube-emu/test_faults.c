@@ -270,7 +270,7 @@ static void call(struct emu_server *srv, const char *method, const char *url,
 	r->drop = resp.drop;
 	r->watch = resp.watch;
 	r->body = json_loads(buf_cstr(&resp.body), 0, NULL);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 }
 
 static int code_of(struct emu_server *srv, const char *method, const char *url,
@@ -533,6 +533,6 @@ Test(faults_handler, control_needs_token)
 	req.authorization = "Bearer wrong";
 	emu_handle(&srv, &req, &resp);
 	cr_assert_eq(resp.code, 401);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	teardown(&srv);
 }

@@ -294,13 +294,13 @@ Test(watch, handler_hands_the_watch_to_the_http_layer)
 	cr_assert_eq(resp.code, 200);
 	cr_assert_not_null(resp.watch);
 	emu_watch_free(resp.watch);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 
 	resp.watch = NULL;
 	req.nquery = 2;
 	emu_handle(&srv, &req, &resp);
 	cr_assert_eq(resp.code, 400);
 	cr_assert_null(resp.watch);
-	buf_release(&resp.body);
+	emu_response_release(&resp);
 	emu_store_release(&srv.store);
 }
