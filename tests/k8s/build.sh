@@ -47,7 +47,7 @@ build() {
 	local dir=$1 label=$2 binary=$3 pkg=$4 flags=${5:-"-s -w"} log
 	log=$(mktemp)
 	printf '  GO     %s (%s)\n' "$binary" "$label"
-	if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$flags" \
+	if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$flags" \
 		-o "$out/$binary" "$pkg") >"$log" 2>&1; then
 		echo "k8s: building $binary from module $label failed:" >&2
 		sed 's/^/  /' "$log" >&2
