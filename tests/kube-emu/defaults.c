@@ -722,11 +722,10 @@ static void job(struct dctx *c, json_t *obj, json_t *spec)
 	}
 	set_default_str(spec, "completionMode", "NonIndexed");
 	set_default(spec, "suspend", json_false());
+	set_default(spec, "manualSelector", json_false());
 	set_default_str(spec, "podReplacementPolicy",
 			absent(spec, "podFailurePolicy") ? "TerminatingOrFailed"
 							 : "Failed");
-	if (!c->old)
-		job_selector(obj, spec);
 	if (alias) {
 		tl = json_object_get(
 			json_object_get(json_object_get(spec, "template"),
@@ -975,17 +974,15 @@ static void drop_type_fields(json_t *spec, const json_t *old_spec)
 		json_object_del(spec, "externalTrafficPolicy");
 }
 
+/* SetDefaults_Service: what the writer of a Service owns. */
 static void service(struct dctx *c, json_t *spec)
 {
-	const json_t *old_spec = json_object_get(c->old, "spec");
-	const char *type, *ip;
-	json_t *p, *ips, *tp;
-	bool headless, node_ports, lb;
-	char addr[16];
+	const char *type;
+	json_t *p, *tp;
+	bool lb;
 	size_t i;
 
-	if (json_is_object(old_spec))
-		drop_type_fields(spec, old_spec);
+	(void)c;
 	set_default_str(spec, "type", "ClusterIP");
 	set_default_str(spec, "sessionAffinity", "None");
 	type = str_at(spec, "type");
@@ -1015,6 +1012,31 @@ static void service(struct dctx *c, json_t *spec)
 	if (!strcmp(type, "ExternalName"))
 		return;
 	set_default_str(spec, "internalTrafficPolicy", "Cluster");
+}
+
+/*
+ * What the Service registry does after the field manager (so nobody
+ * owns it): dropTypeDependentFields on update, cluster IPs and IP
+ * families, node ports and the health check node port, kept from the
+ * stored object or allocated.
+ */
+static void service_allocate(struct dctx *c, json_t *spec)
+{
+	const json_t *old_spec = json_object_get(c->old, "spec");
+	const char *type, *ip;
+	json_t *p, *ips;
+	bool headless, node_ports, lb;
+	char addr[16];
+	size_t i;
+
+	if (!json_is_object(spec))
+		return;
+	if (json_is_object(old_spec))
+		drop_type_fields(spec, old_spec);
+	type = svc_type(spec);
+	lb = !strcmp(type, "LoadBalancer");
+	if (!strcmp(type, "ExternalName"))
+		return;
 
 	/* Cluster IPs: kept from the stored object, else allocated. */
 	if (old_spec && !str_is(old_spec, "type", "ExternalName")) {
@@ -1317,6 +1339,48 @@ static void zero_status(const struct emu_resource *res, json_t *obj)
 			json_object_set_new(status, *f, json_integer(0));
 	if (z->load_balancer && !json_object_get(status, "loadBalancer"))
 		json_object_set_new(status, "loadBalancer", json_object());
+}
+
+/*
+ * A DaemonSet's template generation, which apps/v1 keeps in an
+ * annotation: what the writer sends is replaced (the strategy keeps the
+ * stored one; 1 on create), and a template change counts one up.
+ */
+static void daemonset_generation(json_t *obj, const json_t *old)
+{
+	static const char key[] = "deprecated.daemonset.template.generation";
+	const json_t *old_ann = json_object_get(
+		json_object_get(old, "metadata"), "annotations");
+	const char *was = str_at(old_ann, key);
+	json_t *ann = child(child(obj, "metadata"), "annotations");
+	long long gen = was ? strtoll(was, NULL, 10) : 1;
+	char text[24];
+
+	if (!ann)
+		return;
+	if (old && !json_equal(json_object_get(json_object_get(obj, "spec"),
+					       "template"),
+			       json_object_get(json_object_get(old, "spec"),
+					       "template")))
+		gen++;
+	snprintf(text, sizeof(text), "%lld", gen < 1 ? 1 : gen);
+	json_object_set_new(ann, key, json_string(text));
+}
+
+void emu_defaults_prepare(struct emu_store *st, const struct emu_resource *res,
+			  json_t *obj, const json_t *old)
+{
+	struct dctx c = {st, res, old, NULL};
+	const char *g = res->group, *k = res->kind;
+
+	if (!json_is_object(obj))
+		return;
+	if (!*g && !strcmp(k, "Service"))
+		service_allocate(&c, json_object_get(obj, "spec"));
+	else if (!strcmp(g, "batch") && !strcmp(k, "Job") && !old)
+		job_selector(obj, child(obj, "spec"));
+	else if (!strcmp(g, "apps") && !strcmp(k, "DaemonSet"))
+		daemonset_generation(obj, old);
 }
 
 json_t *emu_defaults_apply(struct emu_store *st, const struct emu_resource *res,

@@ -168,6 +168,8 @@ enum emu_sel_op {
 	EMU_SEL_NOTIN,
 	EMU_SEL_EXISTS,
 	EMU_SEL_NOT_EXISTS,
+	EMU_SEL_GT,
+	EMU_SEL_LT,
 };
 
 struct emu_sel_req {
@@ -402,6 +404,15 @@ json_t *emu_status_not_found(const struct emu_resource *res, const char *name);
  */
 json_t *emu_protobuf_decode(const char *data, size_t len, struct buf *msg);
 
+/* ---- JSON syntax (gojson.c) ---- */
+
+/*
+ * Is data[0..len) one JSON value? 0, or -1 with encoding/json's error
+ * appended to `why` ("unexpected end of JSON input", "invalid character
+ * 'x' looking for beginning of value").
+ */
+int emu_go_json_check(const char *data, size_t len, struct buf *why);
+
 /* ---- managedFields (managed.c) ---- */
 
 /*
@@ -493,12 +504,23 @@ json_t *emu_defaults_apply(struct emu_store *st,
 			   const json_t *old);
 
 /*
+ * What the registries set after the field manager has recorded a write
+ * (so that nobody owns it), on `obj` in place, `old` the stored object
+ * or NULL: Service cluster IPs, IP families and node ports (kept from
+ * `old` or allocated), a Job's generated selector and labels, a
+ * DaemonSet's template generation annotation. Lock held.
+ */
+void emu_defaults_prepare(struct emu_store *st, const struct emu_resource *res,
+			  json_t *obj, const json_t *old);
+
+/*
  * Validate the values of `obj` as kube-apiserver does for the fields
  * tests touch (metadata labels and annotations, ConfigMap and Secret
  * data, workload selectors and replicas, containers, ports). Returns
  * NULL, or a new 422 Invalid Status listing every cause.
  */
-json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj);
+json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
+			    const json_t *old);
 
 /* ---- other actors (actors.c) ---- */
 

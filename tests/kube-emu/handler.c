@@ -85,14 +85,35 @@ static void reply_not_found(struct emu_response *resp)
 static void reply_method_not_allowed(struct emu_response *resp,
 				     const struct emu_request *req)
 {
-	struct buf msg = BUF_INIT;
+	json_t *st = emu_status_new(405, "MethodNotAllowed",
+				    "the server does not allow this method on "
+				    "the requested resource",
+				    NULL, NULL, NULL);
 
-	buf_addf(&msg,
-		 "the server does not allow this method on the "
-		 "requested resource (%s %s)",
-		 req->method, req->path);
-	emu_reply_status(resp, 405, "MethodNotAllowed", msg.ptr);
-	buf_release(&msg);
+	(void)req;
+	json_object_set_new(st, "details", json_object());
+	emu_reply_json(resp, 405, st);
+}
+
+/* What the API server's mux answers for a path no group serves. */
+static void reply_page_not_found(struct emu_response *resp)
+{
+	resp->code = 404;
+	resp->content_type = "text/plain; charset=utf-8";
+	buf_reset(&resp->body);
+	buf_adds(&resp->body, "404 page not found\n");
+}
+
+/* The apiVersion and kind a create or update body may leave out. */
+static void fill_identity(json_t *obj, const char *av, const char *kind)
+{
+	const char *have = json_string_value(json_object_get(obj, "kind"));
+
+	if (!have || !*have)
+		json_object_set_new(obj, "kind", json_string(kind));
+	have = json_string_value(json_object_get(obj, "apiVersion"));
+	if (!have || !*have)
+		json_object_set_new(obj, "apiVersion", json_string(av));
 }
 
 static bool authorized(const struct emu_server *srv,
@@ -117,39 +138,80 @@ static bool media_is(const char *ct, const char *want)
 }
 
 /*
- * kube-apiserver's words for an undecodable body: the JSON decoder's
- * "couldn't get version/kind; json parse error: ..." or the YAML
- * converter's "error converting YAML to JSON: yaml: line N: ...". `why`
- * is render_parse()'s "body:LINE:COLUMN: cause".
+ * go-yaml's words for a YAML error: render_parse()'s "body:LINE:COL:
+ * cause" becomes "line LINE: cause", without the line on the first one
+ * (go-yaml prints only a non-zero 0-based line).
  */
-static void decode_error_message(const char *ct, const char *why,
-				 struct buf *out)
+static void yaml_error(const char *why, struct buf *out)
 {
 	unsigned line = 0, col = 0;
 	int n = 0;
 
-	if (sscanf(why, "body:%u:%u: %n", &line, &col, &n) == 2 && n > 0)
+	if (sscanf(why, "%*[^:]:%u:%u: %n", &line, &col, &n) == 2 && n > 0)
 		why += n;
-	if (media_is(ct, "application/yaml"))
-		buf_addf(out,
-			 "error converting YAML to JSON: yaml: line %u: %s",
-			 line, why);
-	else
-		buf_addf(out, "couldn't get version/kind; json parse error: %s",
-			 why);
+	if (line > 1)
+		buf_addf(out, "line %u: ", line);
+	buf_adds(out, why);
+}
+
+/* encoding/json's name of a JSON value's type in its errors. */
+static const char *go_json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "bool";
+	case JSON_NULL:
+		return "null";
+	default:
+		return "number";
+	}
+}
+
+/* handlers.summarizeData: what a decode error quotes of the body. */
+static void summarize(const struct emu_request *req, struct buf *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = req->body_len, i;
+
+	if (!n) {
+		buf_adds(out, "<empty>");
+		return;
+	}
+	if (n > 30)
+		n = 30;
+	if (req->body[0] == '{') {
+		buf_add(out, req->body, n);
+	} else {
+		for (i = 0; i < n; i++) {
+			buf_addch(out, hex[(unsigned char)req->body[i] >> 4]);
+			buf_addch(out, hex[(unsigned char)req->body[i] & 15]);
+		}
+	}
+	if (req->body_len > 30)
+		buf_adds(out, " ...");
 }
 
 /*
  * Decode a create/update body into one JSON object. On failure fills
- * resp and returns NULL.
+ * resp (as transformDecodeError words it: "the object provided is
+ * unrecognized (must be of type ConfigMap): <decoder's error> (<the body's
+ * start>)") and returns NULL.
  */
 static json_t *decode_body(const struct emu_request *req,
-			   struct emu_response *resp)
+			   const struct target *t, struct emu_response *resp)
 {
 	struct render_docs docs = RENDER_DOCS_INIT;
 	struct err err = ERR_INIT;
-	struct buf msg = BUF_INIT;
+	struct buf msg = BUF_INIT, why = BUF_INIT;
 	const char *ct = req->content_type;
+	bool yaml = media_is(ct, "application/yaml");
 	json_t *obj = NULL;
 
 	if (req->body_too_large) {
@@ -166,8 +228,8 @@ static json_t *decode_body(const struct emu_request *req,
 					 msg.ptr);
 		goto out;
 	}
-	if (ct && *ct && !media_is(ct, "application/json") &&
-	    !media_is(ct, "application/yaml") && !media_is(ct, "*/*")) {
+	if (ct && *ct && !media_is(ct, "application/json") && !yaml &&
+	    !media_is(ct, "*/*")) {
 		buf_addf(&msg, "the body of the request was in an unknown "
 			       "format - accepted media types include: "
 			       "application/json, application/yaml, "
@@ -175,9 +237,28 @@ static json_t *decode_body(const struct emu_request *req,
 		emu_reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
 		goto out;
 	}
+	if (!yaml && emu_go_json_check(req->body ? req->body : "",
+				       req->body_len, &why) < 0) {
+		buf_addf(&msg,
+			 "the object provided is unrecognized (must be of "
+			 "type %s): couldn't get version/kind; json parse "
+			 "error: %s (",
+			 t->res->kind, why.ptr);
+		summarize(req, &msg);
+		buf_addch(&msg, ')');
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
 	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
 			 "body", &err) < 0) {
-		decode_error_message(ct, err_first(&err), &msg);
+		buf_addf(&msg,
+			 "the object provided is unrecognized (must be of "
+			 "type %s): yaml: ",
+			 t->res->kind);
+		yaml_error(err_first(&err), &msg);
+		buf_adds(&msg, " (");
+		summarize(req, &msg);
+		buf_addch(&msg, ')');
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 		goto out;
 	}
@@ -195,17 +276,16 @@ out:
 	render_docs_release(&docs);
 	err_release(&err);
 	buf_release(&msg);
+	buf_release(&why);
 	return obj;
 }
 
 /*
- * Decode a patch body (apply or merge patch; YAML or JSON) into one
- * object. On failure fills resp with "<prefix>: <cause>" (or `not_one`
- * as the cause when the body is not exactly one object) and returns NULL.
- * Caller owns the result.
+ * Decode an apply body (YAML or JSON) into one object. On failure fills
+ * resp with "error decoding YAML: error converting YAML to JSON: yaml:
+ * <cause>" and returns NULL. Caller owns the result.
  */
-static json_t *decode_patch(const struct emu_request *req, const char *name,
-			    const char *prefix, const char *not_one,
+static json_t *decode_apply(const struct emu_request *req,
 			    struct emu_response *resp)
 {
 	struct render_docs docs = RENDER_DOCS_INIT;
@@ -219,12 +299,18 @@ static json_t *decode_patch(const struct emu_request *req, const char *name,
 		emu_reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
 		goto out;
 	}
-	if (render_parse(&docs, req->body ? req->body : "", req->body_len, name,
-			 &err) < 0 ||
-	    docs.len != 1 || !json_is_object(docs.items[0].value)) {
-		buf_addf(&msg, "%s: %s", prefix,
-			 err_count(&err) ? err_first(&err) : not_one);
+	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
+			 "body", &err) < 0) {
+		buf_adds(&msg, "error decoding YAML: error converting YAML to "
+			       "JSON: yaml: ");
+		yaml_error(err_first(&err), &msg);
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	if (docs.len != 1 || !json_is_object(docs.items[0].value)) {
+		emu_reply_status(resp, 400, "BadRequest",
+				 "error decoding YAML: the body must be one "
+				 "object");
 		goto out;
 	}
 	obj = json_incref(docs.items[0].value);
@@ -236,38 +322,142 @@ out:
 }
 
 /*
+ * Decode a merge or strategic merge patch (JSON) into one object; a
+ * syntax error is refused as the patch handler words it: with `prefix`
+ * ("error decoding patch: ") or without. Caller owns the result; NULL
+ * with resp filled.
+ */
+static json_t *decode_patch(const struct emu_request *req, const char *prefix,
+			    struct emu_response *resp)
+{
+	struct buf msg = BUF_INIT, why = BUF_INIT;
+	json_t *obj = NULL;
+
+	if (req->body_too_large) {
+		buf_addf(&msg, "Request entity too large: limit is %u",
+			 EMU_MAX_BODY);
+		emu_reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
+		goto out;
+	}
+	if (emu_go_json_check(req->body ? req->body : "", req->body_len,
+			      &why) < 0) {
+		buf_addf(&msg, "%s%s", prefix, why.ptr);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	obj = json_loadb(req->body, req->body_len, JSON_DECODE_ANY, NULL);
+	if (!json_is_object(obj)) {
+		buf_addf(&msg, "%sjson: cannot unmarshal %s into Go value of "
+			       "type map[string]interface {}",
+			 prefix, go_json_kind(obj));
+		json_decref(obj);
+		obj = NULL;
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+	}
+out:
+	buf_release(&msg);
+	buf_release(&why);
+	return obj;
+}
+
+/* Is `kind` a kind of apiVersion `av` this server knows? */
+static bool known_kind(const char *av, const char *kind)
+{
+	const struct emu_resource *r;
+	struct buf b = BUF_INIT;
+	bool found = false;
+
+	for (r = emu_resources; r->name && !found; r++) {
+		buf_reset(&b);
+		emu_resource_api_version(r, &b);
+		found = !strcmp(buf_cstr(&b), av) && !strcmp(r->kind, kind);
+	}
+	buf_release(&b);
+	return found || (!strcmp(av, "autoscaling/v1") && !strcmp(kind, "Scale"));
+}
+
+/* The Go package of a group's internal types, as scheme errors name it. */
+static const char *internal_package(const char *group)
+{
+	const char *dot = strchr(group, '.');
+	static char pkg[64];
+
+	if (!*group || !strcmp(group, "events.k8s.io"))
+		return "core";
+	if (!strcmp(group, "rbac.authorization.k8s.io"))
+		return "rbac";
+	snprintf(pkg, sizeof(pkg), "%.*s",
+		 (int)(dot ? (size_t)(dot - group) : strlen(group)), group);
+	return pkg;
+}
+
+enum identity_mode {
+	ID_WRITE, /* create or update: kind and apiVersion default */
+	ID_APPLY, /* an applied body names its kind */
+};
+
+/*
  * Check the body's apiVersion/kind against the URL, and its namespace
- * and name. 0 when fine; otherwise fills resp and returns -1.
+ * and name, as the decoder and the handlers refuse them. 0 when fine;
+ * otherwise fills resp and returns -1.
  */
 static int check_identity(const struct target *t, const json_t *obj,
 			  const char *want_av, const char *want_kind,
-			  struct emu_response *resp)
+			  enum identity_mode mode, struct emu_response *resp)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *av = json_string_value(json_object_get(obj, "apiVersion"));
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 	const char *ns = json_string_value(json_object_get(meta, "namespace"));
 	const char *name = json_string_value(json_object_get(meta, "name"));
+	const char *slash = strchr(want_av, '/');
+	const char *version = slash ? slash + 1 : want_av;
+	bool custom = emu_resource_is_custom(t->res);
 	struct buf msg = BUF_INIT;
 	int error = -1;
 
-	if (meta && !json_is_object(meta)) {
+	if (mode == ID_APPLY && (!kind || !*kind)) {
+		buf_addf(&msg, "invalid object type: %s%s, Kind=%s",
+			 av && strchr(av, '/') ? "" : "/", av ? av : "",
+			 kind ? kind : "");
+	} else if (custom && meta && !json_is_object(meta)) {
 		buf_adds(&msg, "metadata must be an object");
-	} else if (!kind || !*kind) {
+	} else if (custom && (!kind || !*kind)) {
 		buf_adds(&msg, "Object 'Kind' is missing in the request body");
-	} else if (!av || !*av) {
+	} else if (custom && (!av || !*av)) {
 		buf_adds(&msg, "Object 'apiVersion' is missing in the "
 			       "request body");
-	} else if (strcmp(av, want_av)) {
+	} else if (av && *av && strcmp(av, want_av)) {
 		buf_addf(&msg,
 			 "the API version in the data (%s) does not "
 			 "match the expected API version (%s)",
 			 av, want_av);
-	} else if (strcmp(kind, want_kind)) {
+	} else if (kind && *kind && strcmp(kind, want_kind) && !custom) {
+		if (known_kind(want_av, kind))
+			buf_addf(&msg,
+				 "%s in version \"%s\" cannot be handled as a "
+				 "%s: converting (%s.%s) to (%s.%s): unknown "
+				 "conversion",
+				 kind, version, want_kind, version, kind,
+				 internal_package(t->sub && !strcmp(t->sub,
+								    "scale")
+							  ? "autoscaling"
+							  : t->res->group),
+				 want_kind);
+		else
+			buf_addf(&msg,
+				 "%s in version \"%s\" cannot be handled as a "
+				 "%s: no kind \"%s\" is registered for version "
+				 "\"%s\" in scheme \"pkg/runtime/scheme.go:111\"",
+				 kind, version, want_kind, kind, want_av);
+	} else if (kind && *kind && strcmp(kind, want_kind)) {
 		buf_addf(&msg,
 			 "the kind in the data (%s) does not match the "
 			 "expected kind (%s)",
 			 kind, want_kind);
+	} else if (!json_is_object(meta) && meta) {
+		/* the typed decoding words it */
+		error = 0;
 	} else if (t->ns && *t->ns && ns && *ns && strcmp(ns, t->ns)) {
 		buf_adds(&msg, "the namespace of the provided object does not "
 			       "match the namespace sent on the request");
@@ -360,6 +550,19 @@ static int field_validation(const struct emu_request *req,
 	reply_bad_option(resp, req, "fieldValidation", "FieldValueNotSupported",
 			 why.ptr);
 	buf_release(&why);
+	return -1;
+}
+
+/* ?fieldManager= is at most 128 bytes. 0, or -1 with the 422 in resp. */
+static int field_manager_check(const struct emu_request *req,
+			       struct emu_response *resp)
+{
+	const char *m = query(req, "fieldManager");
+
+	if (!m || strlen(m) <= 128)
+		return 0;
+	reply_bad_option(resp, req, "fieldManager", "FieldValueTooLong",
+			 "Too long: may not be more than 128 bytes");
 	return -1;
 }
 
@@ -658,6 +861,33 @@ out:
 	return code;
 }
 
+/*
+ * A patch may not rename or move the object (the patch handler checks
+ * the patched object's name and namespace): 0, or 400 with *out.
+ */
+static int patched_identity(const struct target *t, const json_t *patched,
+			    json_t **out)
+{
+	const json_t *meta = json_object_get(patched, "metadata");
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	struct buf msg = BUF_INIT;
+
+	if (name && strcmp(name, t->name))
+		buf_addf(&msg,
+			 "the name of the object (%s) does not match the name "
+			 "on the URL (%s)",
+			 name, t->name);
+	else if (ns && *ns && t->ns && *t->ns && strcmp(ns, t->ns))
+		buf_adds(&msg, "the namespace of the provided object does not "
+			       "match the namespace sent on the request");
+	if (!msg.len)
+		return 0;
+	*out = emu_status_new(400, "BadRequest", msg.ptr, NULL, NULL, NULL);
+	buf_release(&msg);
+	return 400;
+}
+
 /* Read, patch, write once. The HTTP code; *out as emu_store_update(). */
 static int patch_once(struct emu_server *srv, const struct target *t,
 		      enum patch_type type, const json_t *patch,
@@ -718,7 +948,8 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 					   "object");
 		goto out;
 	}
-	if ((code = decode_patched(t, patched, fv, resp, out)))
+	if ((code = patched_identity(t, patched, out)) ||
+	    (code = decode_patched(t, patched, fv, resp, out)))
 		goto out;
 	code = emu_store_update(&srv->store, t->res, t->ns, t->name, t->sub,
 				mgr, patched, dry, out);
@@ -959,12 +1190,11 @@ static json_t *sub_applied(const struct emu_request *req,
 	json_t *body, *applied = NULL, *meta, *v;
 	bool scale = !strcmp(t->sub, "scale");
 
-	if (!(body = decode_patch(req, "body", "error decoding YAML",
-				  "the body must be one object", resp)))
+	if (!(body = decode_apply(req, resp)))
 		goto out;
 	emu_resource_api_version(t->res, &av);
 	if (check_identity(t, body, scale ? "autoscaling/v1" : av.ptr,
-			   scale ? "Scale" : t->res->kind, resp) < 0)
+			   scale ? "Scale" : t->res->kind, ID_APPLY, resp) < 0)
 		goto out;
 	applied = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", av.ptr, "kind",
 			    t->res->kind, "metadata", "name", t->name);
@@ -1001,9 +1231,10 @@ static int apply_sub_once(struct emu_server *srv, const struct target *t,
 	struct diff_ssa_result r = {0};
 	struct err err = ERR_INIT;
 	struct buf msg = BUF_INIT;
-	json_t *live = NULL, *view = NULL, *causes = NULL, *mine, *cur;
+	json_t *live = NULL, *view = NULL, *causes = NULL, *mine, *cur, *c;
 	bool scale = !strcmp(t->sub, "scale");
 	int code, error;
+	size_t i;
 
 	*raced = false;
 	code = emu_store_get(&srv->store, t->res, t->ns, t->name, &live);
@@ -1035,6 +1266,13 @@ static int apply_sub_once(struct emu_server *srv, const struct target *t,
 	if (r.conflicts) {
 		sub_unview(r.conflicts, mgr, NULL);
 		status_unalias_conflicts(r.conflicts);
+		/* ScaleHandler.ToSubresource: owners seen as Scale's */
+		if (scale)
+			json_array_foreach(r.conflicts, i, c)
+			{
+				json_object_set_new(c, "apiVersion",
+						    json_string("autoscaling/v1"));
+			}
 		code = 409;
 		if (diff_ssa_conflict_message(r.conflicts, &msg, &causes) < 0) {
 			code = 500;
@@ -1208,11 +1446,11 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 		handle_apply_sub(srv, req, t, mgr, force, dry, resp);
 		goto out;
 	}
-	if (!(body = decode_patch(req, "body", "error decoding YAML",
-				  "the body must be one object", resp)))
+	if (!(body = decode_apply(req, resp)))
 		goto out;
 	emu_resource_api_version(t->res, &av);
-	if (check_identity(t, body, av.ptr, t->res->kind, resp) < 0 ||
+	if (check_identity(t, body, av.ptr, t->res->kind, ID_APPLY, resp) <
+		    0 ||
 	    apply_typed(t, body, resp) < 0)
 		goto out;
 	if (!(obj = json_deep_copy(body))) {
@@ -1239,8 +1477,7 @@ out:
 static json_t *decode_json_patch(const struct emu_request *req,
 				 struct emu_response *resp)
 {
-	struct buf msg = BUF_INIT;
-	json_error_t jerr;
+	struct buf msg = BUF_INIT, why = BUF_INIT;
 	json_t *ops = NULL;
 
 	if (req->body_too_large) {
@@ -1249,21 +1486,25 @@ static json_t *decode_json_patch(const struct emu_request *req,
 		emu_reply_status(resp, 413, "RequestEntityTooLarge", msg.ptr);
 		goto out;
 	}
-	ops = json_loadb(req->body ? req->body : "", req->body_len,
-			 JSON_DECODE_ANY, &jerr);
-	if (!ops) {
-		buf_addf(&msg, "invalid JSON patch: %s", jerr.text);
+	if (emu_go_json_check(req->body ? req->body : "", req->body_len,
+			      &why) < 0) {
+		buf_addf(&msg, "error decoding patch: %s", why.ptr);
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
-	} else if (!json_is_array(ops)) {
+		goto out;
+	}
+	ops = json_loadb(req->body, req->body_len, JSON_DECODE_ANY, NULL);
+	if (ops && !json_is_array(ops)) {
+		buf_addf(&msg,
+			 "error decoding patch: json: cannot unmarshal %s into "
+			 "Go value of type []handlers.jsonPatchOp",
+			 go_json_kind(ops));
 		json_decref(ops);
 		ops = NULL;
-		emu_reply_status(
-			resp, 400, "BadRequest",
-			"json: cannot unmarshal object into Go value of "
-			"type jsonpatch.Patch");
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 	}
 out:
 	buf_release(&msg);
+	buf_release(&why);
 	return ops;
 }
 
@@ -1310,8 +1551,11 @@ static void handle_patch(struct emu_server *srv, const struct emu_request *req,
 	if (type == PATCH_JSON)
 		patch = decode_json_patch(req, resp);
 	else
-		patch = decode_patch(req, "patch", "error decoding patch",
-				     "the patch must be one object", resp);
+		patch = decode_patch(req,
+				     type == PATCH_MERGE ? "error decoding "
+							   "patch: "
+							 : "",
+				     resp);
 	if (!patch)
 		goto out;
 	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
@@ -1449,6 +1693,39 @@ out:
 }
 
 /*
+ * propagationPolicy (the query's, else the body's DeleteOptions): one of
+ * kube's three or absent. 0, or -1 with the 422 in resp.
+ */
+static int propagation_policy(const struct emu_request *req,
+			      struct emu_response *resp)
+{
+	const char *p = query(req, "propagationPolicy");
+	json_t *opts = NULL;
+	struct buf why = BUF_INIT;
+	int ret = 0;
+
+	if (!p && req->body_len) {
+		opts = json_loadb(req->body, req->body_len, 0, NULL);
+		p = json_string_value(json_object_get(opts,
+						      "propagationPolicy"));
+	}
+	if (p && strcmp(p, "Foreground") && strcmp(p, "Background") &&
+	    strcmp(p, "Orphan")) {
+		buf_addf(&why,
+			 "Unsupported value: \"%s\": supported values: "
+			 "\"Foreground\", \"Background\", \"Orphan\", "
+			 "\"nil\"",
+			 p);
+		reply_bad_option(resp, req, "propagationPolicy",
+				 "FieldValueNotSupported", why.ptr);
+		ret = -1;
+	}
+	json_decref(opts);
+	buf_release(&why);
+	return ret;
+}
+
+/*
  * DeleteOptions.preconditions (uid, resourceVersion) of a DELETE body:
  * 0 when they hold (or there are none), else -1 with the 409 kube
  * answers in resp. A body that is not JSON is left to the delete (kube
@@ -1476,24 +1753,30 @@ static int delete_preconditions(struct emu_server *srv,
 		json_object_get(json_object_get(live, "metadata"), "uid"));
 	rv = json_string_value(json_object_get(
 		json_object_get(live, "metadata"), "resourceVersion"));
-	buf_adds(&msg, "Operation cannot be fulfilled on ");
-	emu_resource_qualified(t->res, &msg);
+	/*
+	 * rest.BeforeDelete names the kind, not the resource:
+	 * NewConflict(GroupResource{gvk.Group, gvk.Kind}, ...).
+	 */
+	buf_addf(&msg, "Operation cannot be fulfilled on %s%s%s", t->res->kind,
+		 *t->res->group ? "." : "", t->res->group);
 	if (want_uid && strcmp(want_uid, uid ? uid : "")) {
 		buf_addf(&msg,
-			 " \"%s\": Precondition failed: UID in precondition: "
-			 "%s, UID in object meta: %s",
+			 " \"%s\": the UID in the precondition (%s) does not "
+			 "match the UID in record (%s). The object might have "
+			 "been deleted and then recreated",
 			 t->name, want_uid, uid ? uid : "");
 	} else if (want_rv && strcmp(want_rv, rv ? rv : "")) {
 		buf_addf(&msg,
-			 " \"%s\": Precondition failed: ResourceVersion in "
-			 "precondition: %s, ResourceVersion in object meta: %s",
+			 " \"%s\": the ResourceVersion in the precondition "
+			 "(%s) does not match the ResourceVersion in record "
+			 "(%s). The object might have been modified",
 			 t->name, want_rv, rv ? rv : "");
 	} else {
 		goto out;
 	}
 	emu_reply_json(resp, 409,
 		       emu_status_new(409, "Conflict", buf_cstr(&msg), t->name,
-				      t->res->group, t->res->name));
+				      t->res->group, t->res->kind));
 	ret = -1;
 out:
 	json_decref(live);
@@ -1518,7 +1801,8 @@ static void handle_resource(struct emu_server *srv,
 	if ((dry = dry_run(req, resp)) < 0)
 		goto out;
 	if ((!strcmp(m, "POST") || !strcmp(m, "PUT") || !strcmp(m, "PATCH")) &&
-	    (fv = field_validation(req, resp)) < 0)
+	    ((fv = field_validation(req, resp)) < 0 ||
+	     field_manager_check(req, resp) < 0))
 		goto out;
 	emu_resource_api_version(t->res, &av);
 	emu_manager_name(query(req, "fieldManager"), req->user_agent, &mgr);
@@ -1558,11 +1842,12 @@ static void handle_resource(struct emu_server *srv,
 			}
 			emu_reply_json(resp, code, out);
 		} else if (!strcmp(m, "POST") && t->ns) {
-			if (!(obj = decode_body(req, resp)) ||
-			    check_identity(t, obj, av.ptr, t->res->kind, resp) <
-				    0 ||
+			if (!(obj = decode_body(req, t, resp)) ||
+			    check_identity(t, obj, av.ptr, t->res->kind,
+					   ID_WRITE, resp) < 0 ||
 			    decode_typed(req, t, obj, fv, resp) < 0)
 				goto out;
+			fill_identity(obj, av.ptr, t->res->kind);
 			code = emu_store_create(&srv->store, t->res,
 						t->ns ? t->ns : "", obj,
 						mgr.ptr, dry, &out);
@@ -1590,22 +1875,31 @@ static void handle_resource(struct emu_server *srv,
 		}
 		emu_reply_json(resp, code, out);
 	} else if (!strcmp(m, "PUT")) {
-		if (!(obj = decode_body(req, resp)))
+		if (!(obj = decode_body(req, t, resp)))
 			goto out;
 		if (t->sub && !strcmp(t->sub, "scale")) {
 			if (check_identity(t, obj, "autoscaling/v1", "Scale",
-					   resp) < 0 ||
+					   ID_WRITE, resp) < 0 ||
 			    decode_typed(req, t, obj, fv, resp) < 0)
 				goto out;
 			code = emu_store_get(&srv->store, t->res, t->ns,
 					     t->name, &cur);
 			if (code == 200) {
+				json_t *rv = json_object_get(
+					json_object_get(obj, "metadata"),
+					"resourceVersion");
+
 				json_object_set(
 					json_object_get(cur, "spec"),
 					"replicas",
 					json_object_get(
 						json_object_get(obj, "spec"),
 						"replicas"));
+				/* the Scale's resourceVersion is a precondition */
+				if (json_is_string(rv))
+					json_object_set(
+						json_object_get(cur, "metadata"),
+						"resourceVersion", rv);
 				json_decref(out);
 				code = emu_store_update(
 					&srv->store, t->res, t->ns, t->name,
@@ -1622,16 +1916,19 @@ static void handle_resource(struct emu_server *srv,
 			emu_reply_json(resp, code, out);
 			goto out;
 		}
-		if (check_identity(t, obj, av.ptr, t->res->kind, resp) < 0 ||
+		if (check_identity(t, obj, av.ptr, t->res->kind, ID_WRITE,
+				   resp) < 0 ||
 		    decode_typed(req, t, obj, fv, resp) < 0)
 			goto out;
+		fill_identity(obj, av.ptr, t->res->kind);
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
 					t->sub, mgr.ptr, obj, dry, &out);
 		emu_reply_json(resp, code, out);
 	} else if (!strcmp(m, "PATCH")) {
 		handle_patch(srv, req, t, dry, fv, resp);
 	} else if (!strcmp(m, "DELETE") && !t->sub) {
-		if (delete_preconditions(srv, req, t, resp) < 0)
+		if (propagation_policy(req, resp) < 0 ||
+		    delete_preconditions(srv, req, t, resp) < 0)
 			goto out;
 		code = emu_store_delete(&srv->store, t->res, t->ns, t->name,
 					dry, &out);
@@ -1779,6 +2076,23 @@ static int handle_static(struct emu_server *srv, const struct emu_request *req,
 	else
 		reply_not_found(resp);
 	return 0;
+}
+
+/* Does some built-in or custom resource belong to API group `group`? */
+static bool group_known(const char *group)
+{
+	json_t *groups = emu_discovery_groups(), *g;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(json_object_get(groups, "groups"), i, g)
+	{
+		if (!strcmp(json_string_value(json_object_get(g, "name")),
+			    group))
+			found = true;
+	}
+	json_decref(groups);
+	return found;
 }
 
 /* The Kubernetes verb of a request on a resource. */
@@ -1971,7 +2285,10 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 			resp->drop = true;
 		emu_faults_count(srv->faults, verb, t.res, t.sub, resp->code);
 	} else {
-		reply_not_found(resp);
+		if (n >= 2 && !strcmp(seg[0], "apis") && !group_known(seg[1]))
+			reply_page_not_found(resp);
+		else
+			reply_not_found(resp);
 		count_plain(srv, req, resp);
 	}
 out:

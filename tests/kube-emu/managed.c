@@ -617,6 +617,18 @@ int emu_managed_update(json_t *obj, const json_t *old,
 			json_object_set_new(e, "subresource", json_string(sub));
 		json_array_append_new(out, e);
 	}
+	/*
+	 * A /scale write is tracked on the Scale and merged back by
+	 * apimachinery's ScaleHandler.ToParent, which takes the time from
+	 * the parent's entries: the scale writer's entry has none.
+	 */
+	if (sub && !strcmp(sub, "scale"))
+		json_array_foreach(out, i, e)
+		{
+			if (str_is(json_object_get(e, "manager"), manager) &&
+			    str_is(json_object_get(e, "subresource"), "scale"))
+				json_object_del(e, "time");
+		}
 	if (json_array_size(out))
 		json_object_set_new(meta, "managedFields", out);
 	else {

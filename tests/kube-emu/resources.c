@@ -26,7 +26,7 @@ const struct emu_resource emu_resources[] = {
 	{"", "v1", "configmaps", "configmap", "ConfigMap", "cm", NS, SUB},
 	{"", "v1", "secrets", "secret", "Secret", NULL, NS, SUB},
 	{"", "v1", "services", "service", "Service", "svc", ALL | NS | ST,
-	 EMU_NAME_DNS1035},
+	 EMU_NAME_LABEL},
 	{"", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", "sa",
 	 NS, SUB},
 	{"", "v1", "pods", "pod", "Pod", "po", ALL | NS | ST, SUB},

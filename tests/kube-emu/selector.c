@@ -2,37 +2,161 @@
  * Label and field selectors, with the syntax of apimachinery's labels
  * and fields packages.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
 
-static void skip_ws(const char **p)
+/*
+ * apimachinery's labels lexer and parser (labels/selector.go), token for
+ * token, so that a selector kube refuses is refused with its words.
+ */
+enum tok {
+	T_ERROR,
+	T_END,
+	T_CLOSE,
+	T_COMMA,
+	T_NOT,
+	T_DEQ,
+	T_EQ,
+	T_GT,
+	T_IDENT,
+	T_IN,
+	T_LT,
+	T_NE,
+	T_NOTIN,
+	T_OPEN,
+};
+
+struct item {
+	enum tok tok;
+	char *lit;
+};
+
+struct parser {
+	struct item *items;
+	size_t n, pos;
+	struct buf *msg;
+};
+
+static bool is_space(char c)
 {
-	while (**p == ' ' || **p == '\t')
-		(*p)++;
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* A key or value: up to whitespace or one of ",=!()". Caller frees. */
-static char *read_word(const char **p)
+static bool is_special(char c)
 {
-	const char *s = *p;
-
-	while (**p && !strchr(" \t,=!()", **p))
-		(*p)++;
-	return strndup(s, *p - s);
+	return c && strchr("=!(),><", c);
 }
 
-static int add_value(struct emu_sel_req *r, char *v)
+static enum tok symbol_token(const char *s, size_t n)
 {
-	char **n = realloc(r->values, (r->nvalues + 1) * sizeof(*n));
+	static const struct {
+		const char *text;
+		enum tok tok;
+	} table[] = {
+		{")", T_CLOSE}, {",", T_COMMA}, {"!", T_NOT},	 {"==", T_DEQ},
+		{"=", T_EQ},	{">", T_GT},	{"in", T_IN},	 {"<", T_LT},
+		{"!=", T_NE},	{"notin", T_NOTIN}, {"(", T_OPEN},
+	};
+	size_t i;
 
-	if (!n) {
-		free(v);
-		return -1;
+	for (i = 0; i < sizeof(table) / sizeof(*table); i++)
+		if (strlen(table[i].text) == n && !strncmp(table[i].text, s, n))
+			return table[i].tok;
+	return T_ERROR;
+}
+
+/* Lexer.Lex: one token from *p. */
+static struct item lex(const char **p)
+{
+	struct item it = {T_END, NULL};
+	const char *s, *last_end = NULL;
+	enum tok t, last = T_ERROR;
+	struct buf b = BUF_INIT;
+
+	while (is_space(**p))
+		(*p)++;
+	s = *p;
+	if (!*s) {
+		it.lit = strdup("");
+		return it;
 	}
+	if (is_special(*s)) {
+		/* the longest run of special symbols that is a token */
+		while (is_special(**p)) {
+			(*p)++;
+			t = symbol_token(s, (size_t)(*p - s));
+			if (t != T_ERROR) {
+				last = t;
+				last_end = *p;
+			} else if (last != T_ERROR) {
+				(*p)--;
+				break;
+			}
+		}
+		if (last == T_ERROR) {
+			buf_addf(&b, "error expected: keyword found '%.*s'",
+				 (int)(*p - s), s);
+			it.tok = T_ERROR;
+			it.lit = buf_detach(&b, NULL);
+			return it;
+		}
+		*p = last_end;
+		it.tok = last;
+		it.lit = strndup(s, (size_t)(last_end - s));
+		return it;
+	}
+	while (**p && !is_special(**p) && !is_space(**p))
+		(*p)++;
+	it.lit = strndup(s, (size_t)(*p - s));
+	t = symbol_token(s, (size_t)(*p - s));
+	it.tok = t == T_IN || t == T_NOTIN ? t : T_IDENT;
+	return it;
+}
+
+/* `values`: in and notin read as identifiers (ParserContext Values). */
+static enum tok look(const struct parser *ps, bool values, const char **lit)
+{
+	const struct item *it = &ps->items[ps->pos];
+
+	*lit = it->lit ? it->lit : "";
+	if (values && (it->tok == T_IN || it->tok == T_NOTIN))
+		return T_IDENT;
+	return it->tok;
+}
+
+static enum tok take(struct parser *ps, bool values, const char **lit)
+{
+	enum tok t = look(ps, values, lit);
+
+	if (ps->pos + 1 < ps->n)
+		ps->pos++;
+	return t;
+}
+
+static int perr(struct parser *ps, const char *fmt, const char *lit)
+{
+	buf_addf(ps->msg, fmt, lit);
+	return -1;
+}
+
+static int add_value(struct emu_sel_req *r, const char *v)
+{
+	char **n;
+	size_t i;
+
+	for (i = 0; i < r->nvalues; i++)
+		if (!strcmp(r->values[i], v))
+			return 0; /* a set: doubles go */
+	n = realloc(r->values, (r->nvalues + 1) * sizeof(*n));
+	if (!n)
+		return -1;
 	r->values = n;
-	r->values[r->nvalues++] = v;
+	if (!(r->values[r->nvalues] = strdup(v)))
+		return -1;
+	r->nvalues++;
 	return 0;
 }
 
@@ -46,105 +170,151 @@ static void req_release(struct emu_sel_req *r)
 	free(r->values);
 }
 
-/* Parse "(a, b, c)" into r->values. */
-static int parse_set(struct emu_sel_req *r, const char **p, struct buf *msg)
+/* parseIdentifiersList: after "(", up to (not over) ")". */
+static int parse_list(struct parser *ps, struct emu_sel_req *r)
 {
-	skip_ws(p);
-	if (**p != '(') {
-		buf_addf(msg,
-			 "unable to parse requirement: found '%s', "
-			 "expected: '('",
-			 *p);
-		return -1;
-	}
-	(*p)++;
+	const char *lit, *lit2;
+	enum tok t, t2;
+
 	for (;;) {
-		skip_ws(p);
-		if (add_value(r, read_word(p)) < 0)
-			return -1;
-		skip_ws(p);
-		if (**p == ')') {
-			(*p)++;
-			return 0;
-		}
-		if (**p != ',') {
-			buf_addf(msg,
-				 "unable to parse requirement: found "
-				 "'%s', expected: ',', ')'",
-				 **p ? *p : "");
+		t = take(ps, true, &lit);
+		if (t == T_IDENT) {
+			if (add_value(r, lit) < 0)
+				return -1;
+			t2 = look(ps, true, &lit2);
+			if (t2 == T_COMMA)
+				continue;
+			if (t2 == T_CLOSE)
+				return 0;
+			buf_addf(ps->msg, "found '%s', expected: ',' or ')'",
+				 lit2);
 			return -1;
 		}
-		(*p)++;
+		if (t != T_COMMA)
+			return perr(ps, "found '%s', expected: ',', or identifier",
+				    lit);
+		if (!r->nvalues && add_value(r, "") < 0)
+			return -1;
+		t2 = look(ps, true, &lit2);
+		if (t2 == T_CLOSE)
+			return add_value(r, "");
+		if (t2 == T_COMMA && add_value(r, "") < 0)
+			return -1;
 	}
 }
 
-static int parse_req(struct emu_sel_req *r, const char **p, struct buf *msg)
+static int parse_values(struct parser *ps, struct emu_sel_req *r)
 {
-	skip_ws(p);
-	if (**p == '!') {
-		(*p)++;
-		skip_ws(p);
-		r->op = EMU_SEL_NOT_EXISTS;
-		r->key = read_word(p);
-		goto check_key;
+	const char *lit;
+	enum tok t = take(ps, true, &lit);
+
+	if (t != T_OPEN)
+		return perr(ps, "found '%s' expected: '('", lit);
+	t = look(ps, true, &lit);
+	if (t == T_IDENT || t == T_COMMA) {
+		if (parse_list(ps, r) < 0)
+			return -1;
+		if (take(ps, true, &lit) != T_CLOSE)
+			return perr(ps, "found '%s', expected: ')'", lit);
+		return 0;
 	}
-	r->key = read_word(p);
-	skip_ws(p);
-	if (!**p || **p == ',') {
-		r->op = EMU_SEL_EXISTS;
-	} else if (!strncmp(*p, "==", 2) || **p == '=') {
-		*p += (*p)[1] == '=' ? 2 : 1;
-		r->op = EMU_SEL_EQ;
-	} else if (!strncmp(*p, "!=", 2)) {
-		*p += 2;
-		r->op = EMU_SEL_NE;
-	} else if (!strncmp(*p, "in", 2) && strchr(" \t(", (*p)[2])) {
-		*p += 2;
+	if (t == T_CLOSE) {
+		take(ps, true, &lit);
+		return add_value(r, "");
+	}
+	return perr(ps, "found '%s', expected: ',', ')' or identifier", lit);
+}
+
+static int parse_requirement(struct parser *ps, struct emu_sel_req *r)
+{
+	const char *lit;
+	enum tok t = take(ps, true, &lit);
+	bool not_exists = false;
+
+	if (t == T_NOT) {
+		not_exists = true;
+		t = take(ps, true, &lit);
+	}
+	if (t != T_IDENT)
+		return perr(ps, "found '%s', expected: identifier", lit);
+	if (!(r->key = strdup(lit)))
+		return -1;
+	t = look(ps, true, &lit);
+	if (not_exists || t == T_END || t == T_COMMA) {
+		r->op = not_exists ? EMU_SEL_NOT_EXISTS : EMU_SEL_EXISTS;
+		return 0;
+	}
+	switch (take(ps, false, &lit)) {
+	case T_IN:
 		r->op = EMU_SEL_IN;
-		if (parse_set(r, p, msg) < 0)
-			return -1;
-	} else if (!strncmp(*p, "notin", 5) && strchr(" \t(", (*p)[5])) {
-		*p += 5;
+		return parse_values(ps, r);
+	case T_NOTIN:
 		r->op = EMU_SEL_NOTIN;
-		if (parse_set(r, p, msg) < 0)
-			return -1;
-	} else {
-		buf_addf(msg,
-			 "unable to parse requirement: found '%s', "
-			 "expected: in, notin, =, ==, !=, gt, lt",
-			 *p);
-		return -1;
+		return parse_values(ps, r);
+	case T_EQ:
+	case T_DEQ:
+		r->op = EMU_SEL_EQ;
+		break;
+	case T_NE:
+		r->op = EMU_SEL_NE;
+		break;
+	case T_GT:
+		r->op = EMU_SEL_GT;
+		break;
+	case T_LT:
+		r->op = EMU_SEL_LT;
+		break;
+	default:
+		return perr(ps,
+			    "found '%s', expected: in, notin, =, ==, !=, gt, "
+			    "lt",
+			    lit);
 	}
-	if (r->op == EMU_SEL_EQ || r->op == EMU_SEL_NE) {
-		skip_ws(p);
-		if (add_value(r, read_word(p)) < 0)
-			return -1;
-	}
-check_key:
-	if (!r->key || !*r->key) {
-		buf_adds(msg, "unable to parse requirement: found '', "
-			      "expected: identifier");
-		return -1;
-	}
-	skip_ws(p);
-	if (**p && **p != ',') {
-		buf_addf(msg, "found '%s', expected: ',' or 'end of string'",
-			 *p);
-		return -1;
-	}
-	return 0;
+	/* parseExactValue */
+	t = look(ps, true, &lit);
+	if (t == T_END || t == T_COMMA)
+		return add_value(r, "");
+	t = take(ps, true, &lit);
+	if (t == T_IDENT)
+		return add_value(r, lit);
+	return perr(ps, "found '%s', expected: identifier", lit);
 }
 
 int emu_selector_parse(struct emu_selector *sel, const char *s, struct buf *msg)
 {
-	const char *p = s ? s : "";
+	struct parser ps = {NULL, 0, 0, msg};
+	const char *p = s ? s : "", *lit, *lit2;
 	struct emu_sel_req *n;
+	struct item it, *items;
+	struct buf inner = BUF_INIT;
+	enum tok t;
 	int error = 0;
+	size_t i;
 
 	sel->reqs = NULL;
 	sel->len = 0;
-	skip_ws(&p);
-	while (*p) {
+	do {
+		it = lex(&p);
+		items = realloc(ps.items, (ps.n + 1) * sizeof(*items));
+		if (!items || !it.lit) {
+			free(it.lit);
+			error = -1;
+			goto out;
+		}
+		ps.items = items;
+		ps.items[ps.n++] = it;
+	} while (it.tok != T_END);
+	for (;;) {
+		t = look(&ps, true, &lit);
+		if (t == T_END)
+			break;
+		if (t != T_IDENT && t != T_NOT) {
+			error = perr(&ps,
+				     "found '%s', expected: !, identifier, or "
+				     "'end of string'",
+				     lit);
+			goto out;
+		}
 		n = realloc(sel->reqs, (sel->len + 1) * sizeof(*n));
 		if (!n) {
 			error = -1;
@@ -153,12 +323,37 @@ int emu_selector_parse(struct emu_selector *sel, const char *s, struct buf *msg)
 		sel->reqs = n;
 		memset(&sel->reqs[sel->len], 0, sizeof(*n));
 		sel->len++;
-		if ((error = parse_req(&sel->reqs[sel->len - 1], &p, msg)) < 0)
+		ps.msg = &inner;
+		if (parse_requirement(&ps, &sel->reqs[sel->len - 1]) < 0) {
+			buf_addf(msg, "unable to parse requirement: %s",
+				 buf_cstr(&inner));
+			error = -1;
 			goto out;
-		if (*p == ',')
-			p++;
+		}
+		ps.msg = msg;
+		t = take(&ps, true, &lit);
+		if (t == T_END)
+			break;
+		if (t != T_COMMA) {
+			error = perr(&ps,
+				     "found '%s', expected: ',' or 'end of "
+				     "string'",
+				     lit);
+			goto out;
+		}
+		t = look(&ps, true, &lit2);
+		if (t != T_IDENT && t != T_NOT) {
+			error = perr(&ps,
+				     "found '%s', expected: identifier after ','",
+				     lit2);
+			goto out;
+		}
 	}
 out:
+	for (i = 0; i < ps.n; i++)
+		free(ps.items[i].lit);
+	free(ps.items);
+	buf_release(&inner);
 	if (error < 0)
 		emu_selector_release(sel);
 	return error;
@@ -172,6 +367,24 @@ static bool in_values(const struct emu_sel_req *r, const char *v)
 		if (!strcmp(r->values[i], v))
 			return true;
 	return false;
+}
+
+static bool parse_int(const char *s, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return *s && !*end && !errno;
+}
+
+static bool int_cmp_ok(const struct emu_sel_req *r, const char *v)
+{
+	long long have, want;
+
+	if (!parse_int(v, &have) || !parse_int(r->values[0], &want))
+		return false;
+	return r->op == EMU_SEL_GT ? have > want : have < want;
 }
 
 bool emu_selector_matches(const struct emu_selector *sel, const json_t *labels)
@@ -200,6 +413,12 @@ bool emu_selector_matches(const struct emu_selector *sel, const json_t *labels)
 			break;
 		case EMU_SEL_NOT_EXISTS:
 			if (v)
+				return false;
+			break;
+		case EMU_SEL_GT:
+		case EMU_SEL_LT:
+			/* both sides integers, as Requirement.Matches */
+			if (!v || !r->nvalues || !int_cmp_ok(r, v))
 				return false;
 			break;
 		}

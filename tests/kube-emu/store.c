@@ -726,6 +726,16 @@ static bool generation_changes(const struct emu_resource *res,
 	const char *k;
 	json_t *v;
 
+	/*
+	 * A Deployment's annotations bump it too: they are copied to its
+	 * ReplicaSets (the deployment strategy's PrepareForUpdate).
+	 */
+	if (!strcmp(res->group, "apps") && !strcmp(res->kind, "Deployment") &&
+	    !json_equal(json_object_get(json_object_get(obj, "metadata"),
+					"annotations"),
+			json_object_get(json_object_get(old, "metadata"),
+					"annotations")))
+		return true;
 	if (!emu_resource_is_custom(res))
 		return !json_equal(json_object_get(obj, "spec"),
 				   json_object_get(old, "spec"));
@@ -777,13 +787,24 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 		emu_types_encode(obj, root);
 	if (!status && crd)
 		status = emu_crd_prepare(res, obj);
-	if (!status)
-		status = emu_validate_object(res, obj);
 	if (status)
 		goto out;
 	emu_resource_api_version(res, &av);
 	if (manager)
 		emu_managed_update(obj, old, res, manager, sub, av.ptr);
+	/*
+	 * Then the registry: what it sets nobody owns; the object is
+	 * validated as stored, and read back through the decoder's
+	 * defaults again (a Job's labels come from its generated ones).
+	 */
+	if (!sub || strcmp(sub, "status")) {
+		emu_defaults_prepare(st, res, obj, old);
+		json_decref(emu_defaults_apply(st, res, obj, old));
+		if (root >= 0)
+			emu_types_encode(obj, root);
+	}
+	if ((status = emu_validate_object(res, obj, old)))
+		goto out;
 	if (is_crd_res(res)) {
 		/* The naming and establishing controllers' status write. */
 		before = manager ? json_deep_copy(obj) : NULL;

@@ -386,12 +386,16 @@ static void encode_struct(json_t *obj, int type, unsigned depth)
 			vals[i] = zero_field(fields[i], depth);
 			continue;
 		}
+		if (is_managed_fields(type, fields[i])) {
+			/* [] resets them: the field manager sees it first */
+			vals[i] = json_incref(v);
+			continue;
+		}
 		if (omitted(fields[i], v)) {
 			vals[i] = NULL;
 			continue;
 		}
-		if (!is_managed_fields(type, fields[i]))
-			encode_value(v, fields[i]->type, depth + 1);
+		encode_value(v, fields[i]->type, depth + 1);
 		vals[i] = json_incref(v);
 	}
 	/* What the table does not know stays, after the known members. */

@@ -648,42 +648,22 @@ static bool selector_empty(const json_t *sel)
 	       !json_array_size(json_object_get(sel, "matchExpressions"));
 }
 
-/* Go's %#v of a map[string]string (keys sorted). */
+/*
+ * A map[string]string as field.Error renders complex values since kube
+ * 1.34: json.Marshal (keys sorted; nil is null).
+ */
 static void go_map(struct buf *out, const json_t *m)
 {
-	const char **keys;
-	const char *k;
-	const json_t *x;
-	size_t n = 0, i, j;
+	char *text;
 
 	if (!json_is_object(m)) {
-		buf_adds(out, "map[string]string(nil)");
+		buf_adds(out, "null");
 		return;
 	}
-	keys = calloc(json_object_size(m) + 1, sizeof(*keys));
-	if (!keys)
-		return;
-	json_object_foreach((json_t *)m, k, x)
-	{
-		keys[n++] = k;
-	}
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
-			k = keys[j];
-			keys[j] = keys[j - 1];
-			keys[j - 1] = k;
-		}
-	buf_adds(out, "map[string]string{");
-	for (i = 0; i < n; i++) {
-		x = json_object_get(m, keys[i]);
-		if (i)
-			buf_adds(out, ", ");
-		go_quote(out, keys[i]);
-		buf_addch(out, ':');
-		go_quote(out, json_is_string(x) ? json_string_value(x) : "");
-	}
-	buf_addch(out, '}');
-	free(keys);
+	text = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+	if (text)
+		buf_adds(out, text);
+	free(text);
 }
 
 static void selector_mismatch(struct verrs *v, const char *base,
@@ -706,12 +686,14 @@ static void empty_selector(struct verrs *v, const json_t *sel, const char *what)
 	const json_t *ml = json_object_get(sel, "matchLabels");
 	const json_t *me = json_object_get(sel, "matchExpressions");
 
-	buf_adds(&b, "Invalid value: v1.LabelSelector{MatchLabels:");
-	go_map(&b, ml);
-	buf_addf(&b,
-		 ", MatchExpressions:[]v1.LabelSelectorRequirement%s}: "
-		 "empty selector is invalid for %s",
-		 json_is_array(me) ? "{}" : "(nil)", what);
+	/* json.Marshal of the LabelSelector: empty members are omitted */
+	buf_adds(&b, "Invalid value: {");
+	if (json_object_size(ml)) {
+		buf_adds(&b, "\"matchLabels\":");
+		go_map(&b, ml);
+	}
+	(void)me;
+	buf_addf(&b, "}: empty selector is invalid for %s", what);
 	add_cause(v, "FieldValueInvalid", "spec.selector", buf_cstr(&b));
 	buf_release(&b);
 }
@@ -1051,7 +1033,44 @@ static void check_service(struct verrs *v, const json_t *spec)
 	buf_release(&p);
 }
 
-json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj)
+/*
+ * How often an update reports each problem of the object's metadata:
+ * rest.BeforeUpdate validates the metadata twice (ValidateObjectMeta-
+ * Accessor and its Update form), then the kind's ValidateUpdate once or
+ * twice more (or not at all), and kube lists every copy.
+ */
+static unsigned meta_passes_on_update(const struct emu_resource *res)
+{
+	static const struct {
+		const char *group, *kind;
+		unsigned passes;
+	} table[] = {
+		{"", "ConfigMap", 4},
+		{"", "ServiceAccount", 4},
+		{"", "Endpoints", 4},
+		{"", "Namespace", 4},
+		{"", "Pod", 4},
+		{"", "Event", 2},
+		{"batch", "Job", 4},
+		{"rbac.authorization.k8s.io", "Role", 4},
+		{"rbac.authorization.k8s.io", "RoleBinding", 4},
+		{"rbac.authorization.k8s.io", "ClusterRole", 4},
+		{"rbac.authorization.k8s.io", "ClusterRoleBinding", 4},
+		{"networking.k8s.io", "Ingress", 4},
+		{"apiregistration.k8s.io", "APIService", 4},
+		{"policy", "PodDisruptionBudget", 2},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(table) / sizeof(*table); i++)
+		if (!strcmp(table[i].group, res->group) &&
+		    !strcmp(table[i].kind, res->kind))
+			return table[i].passes;
+	return 3;
+}
+
+json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
+			    const json_t *old)
 {
 	struct verrs v = {NULL, NULL, 0};
 	const json_t *meta = json_object_get(obj, "metadata");
@@ -1068,6 +1087,8 @@ json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj)
 	if (!v.causes)
 		return NULL;
 	check_meta(&v, meta, "metadata");
+	for (i = 1; old && i < meta_passes_on_update(res); i++)
+		check_meta(&v, meta, "metadata");
 	if (!*g && !strcmp(kind, "ConfigMap")) {
 		check_data_keys(&v, obj, "data", "binaryData");
 		check_data_keys(&v, obj, "binaryData", "data");
@@ -1094,6 +1115,9 @@ json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj)
 	}
 	/* "Deployment.apps \"web\" is invalid: a" or "...: [a, b]". */
 	name = json_string_value(json_object_get(meta, "name"));
+	/* events.k8s.io's Event is the core group's internally */
+	if (!strcmp(g, "events.k8s.io"))
+		g = "";
 	buf_adds(&q, kind);
 	if (*g)
 		buf_addf(&q, ".%s", g);
