@@ -1102,7 +1102,38 @@ static void service_allocate(struct dctx *c, json_t *spec)
 	}
 }
 
+/* A load balancer's ingress with an IP defaults its ipMode to VIP. */
+static void lb_ingress_mode(json_t *status)
+{
+	json_t *ing;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(status,
+							  "loadBalancer"),
+					   "ingress"),
+			   i, ing)
+	{
+		if (str_at(ing, "ip") && *str_at(ing, "ip"))
+			set_default_str(ing, "ipMode", "VIP");
+	}
+}
+
 /* ---- other kinds ---- */
+
+/* SetDefaults_EndpointPort: TCP. */
+static void endpoints(json_t *obj)
+{
+	json_t *subset, *port;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(obj, "subsets"), i, subset)
+	{
+		json_array_foreach(json_object_get(subset, "ports"), j, port)
+		{
+			set_default_str(port, "protocol", "TCP");
+		}
+	}
+}
 
 static void base64_encode(const unsigned char *s, size_t len, struct buf *out)
 {
@@ -1342,6 +1373,21 @@ static void zero_status(const struct emu_resource *res, json_t *obj)
 }
 
 /*
+ * The template generation annotation as the field manager sees a
+ * DaemonSet: what the write sends, or "0" when it sends none (apps/v1's
+ * conversion writes the internal TemplateGeneration back), so that the
+ * creator, or a writer leaving it out, owns the key.
+ */
+static void daemonset_generation_seen(json_t *obj)
+{
+	static const char key[] = "deprecated.daemonset.template.generation";
+	json_t *ann = child(child(obj, "metadata"), "annotations");
+
+	if (ann && !str_at(ann, key))
+		json_object_set_new(ann, key, json_string("0"));
+}
+
+/*
  * A DaemonSet's template generation, which apps/v1 keeps in an
  * annotation: what the writer sends is replaced (the strategy keeps the
  * stored one; 1 on create), and a template change counts one up.
@@ -1367,20 +1413,212 @@ static void daemonset_generation(json_t *obj, const json_t *old)
 	json_object_set_new(ann, key, json_string(text));
 }
 
-void emu_defaults_prepare(struct emu_store *st, const struct emu_resource *res,
-			  json_t *obj, const json_t *old)
+/* ---- Pods: admission and the first status ---- */
+
+#define SA_MOUNT_PATH "/var/run/secrets/kubernetes.io/serviceaccount"
+
+static const struct emu_resource *core_resource(const char *plural)
+{
+	return emu_resource_find("", "v1", plural);
+}
+
+/* A container already mounts something at the token's path. */
+static bool mounts_token_path(const json_t *ct)
+{
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(ct, "volumeMounts"), i, m)
+	{
+		if (str_is(m, "mountPath", SA_MOUNT_PATH))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The ServiceAccount admission plugin: the account defaults to
+ * "default" and must exist; unless automounting is off (the Pod's say,
+ * else the account's), a projected kube-api-access-XXXXX volume with the
+ * token, the cluster CA and the namespace, mounted read-only in every
+ * container. NULL, or the 403 of a missing account.
+ */
+static json_t *pod_service_account(struct emu_store *st, json_t *pod)
+{
+	json_t *spec = child(pod, "spec"), *vol, *mount, *ct, *list;
+	const char *ns = str_at(json_object_get(pod, "metadata"), "namespace");
+	const char *name = str_at(json_object_get(pod, "metadata"), "name");
+	const json_t *sa, *auto_pod, *auto_sa;
+	static const char *const lists[] = {"initContainers", "containers"};
+	struct buf msg = BUF_INIT, vname = BUF_INIT;
+	const char *account;
+	json_t *status = NULL;
+	size_t i, l;
+
+	if (!spec)
+		return NULL;
+	set_default_str(spec, "serviceAccountName", "default");
+	account = str_at(spec, "serviceAccountName");
+	sa = emu_store_peek(st, core_resource("serviceaccounts"), ns ? ns : "",
+			    account);
+	if (!sa) {
+		buf_addf(&msg,
+			 "pods \"%s\" is forbidden: error looking up service "
+			 "account %s/%s: serviceaccount \"%s\" not found",
+			 name ? name : "", ns ? ns : "", account, account);
+		status = emu_status_new(403, "Forbidden", msg.ptr, name, NULL,
+					"pods");
+		goto out;
+	}
+	json_object_set_new(spec, "serviceAccount", json_string(account));
+	auto_pod = json_object_get(spec, "automountServiceAccountToken");
+	auto_sa = json_object_get(sa, "automountServiceAccountToken");
+	if (json_is_false(auto_pod) || (!auto_pod && json_is_false(auto_sa)))
+		goto out;
+	buf_adds(&vname, "kube-api-access-");
+	emu_random_suffix(&vname);
+	vol = json_pack(
+		"{s:s, s:{s:[{s:{s:i, s:s}}, {s:{s:s, s:[{s:s, s:s}]}}, "
+		"{s:{s:[{s:s, s:{s:s, s:s}}]}}], s:i}}",
+		"name", vname.ptr, "projected", "sources",
+		"serviceAccountToken", "expirationSeconds", 3607, "path",
+		"token", "configMap", "name", "kube-root-ca.crt", "items", "key",
+		"ca.crt", "path", "ca.crt", "downwardAPI", "items", "path",
+		"namespace", "fieldRef", "apiVersion", "v1", "fieldPath",
+		"metadata.namespace", "defaultMode", 420);
+	list = json_object_get(spec, "volumes");
+	if (!json_is_array(list)) {
+		list = json_array();
+		json_object_set_new(spec, "volumes", list);
+	}
+	json_array_append_new(list, vol);
+	for (l = 0; l < 2; l++)
+		json_array_foreach(json_object_get(spec, lists[l]), i, ct)
+		{
+			if (!json_is_object(ct) || mounts_token_path(ct))
+				continue;
+			mount = json_pack("{s:s, s:b, s:s}", "name", vname.ptr,
+					  "readOnly", 1, "mountPath",
+					  SA_MOUNT_PATH);
+			list = json_object_get(ct, "volumeMounts");
+			if (!json_is_array(list)) {
+				list = json_array();
+				json_object_set_new(ct, "volumeMounts", list);
+			}
+			json_array_append_new(list, mount);
+		}
+out:
+	buf_release(&msg);
+	buf_release(&vname);
+	return status;
+}
+
+/* Does a toleration cover the NoExecute taint `key`? */
+static bool tolerates(const json_t *tolerations, const char *key)
+{
+	const json_t *t;
+	const char *tk, *e;
+	size_t i;
+
+	json_array_foreach((json_t *)tolerations, i, t)
+	{
+		tk = str_at(t, "key");
+		e = str_at(t, "effect");
+		if ((!tk || !*tk || !strcmp(tk, key)) &&
+		    (!e || !*e || !strcmp(e, "NoExecute")))
+			return true;
+	}
+	return false;
+}
+
+/* DefaultTolerationSeconds: 300 s for not-ready and unreachable nodes. */
+static void pod_default_tolerations(json_t *spec)
+{
+	static const char *const keys[] = {"node.kubernetes.io/not-ready",
+					   "node.kubernetes.io/unreachable"};
+	json_t *list = json_object_get(spec, "tolerations");
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		if (tolerates(list, keys[i]))
+			continue;
+		if (!json_is_array(list)) {
+			list = json_array();
+			json_object_set_new(spec, "tolerations", list);
+		}
+		json_array_append_new(
+			list, json_pack("{s:s, s:s, s:s, s:i}", "key", keys[i],
+					"operator", "Exists", "effect",
+					"NoExecute", "tolerationSeconds", 300));
+	}
+}
+
+/* qos.GetPodQOS over the containers' cpu and memory. */
+static const char *pod_qos(const json_t *spec)
+{
+	static const char *const lists[] = {"initContainers", "containers"};
+	static const char *const names[] = {"cpu", "memory"};
+	bool any = false, guaranteed = true;
+	const json_t *ct, *res, *lim, *req;
+	size_t i, l, n;
+
+	for (l = 0; l < 2; l++)
+		json_array_foreach(json_object_get(spec, lists[l]), i, ct)
+		{
+			res = json_object_get(ct, "resources");
+			lim = json_object_get(res, "limits");
+			req = json_object_get(res, "requests");
+			for (n = 0; n < 2; n++) {
+				const json_t *a = json_object_get(lim, names[n]);
+				const json_t *b = json_object_get(req, names[n]);
+
+				if (a || b)
+					any = true;
+				if (!a || (b && !json_equal(a, b)))
+					guaranteed = false;
+			}
+		}
+	if (!any)
+		return "BestEffort";
+	return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+static json_t *pod_prepare(struct emu_store *st, json_t *pod)
+{
+	json_t *spec, *status;
+
+	if ((status = pod_service_account(st, pod)))
+		return status;
+	spec = child(pod, "spec");
+	pod_default_tolerations(spec);
+	/* Priority: no class, so priority 0 and the default policy */
+	if (!str_at(spec, "priorityClassName"))
+		set_default(spec, "priority", json_integer(0));
+	set_default_str(spec, "preemptionPolicy", "PreemptLowerPriority");
+	status = child(pod, "status");
+	set_default_str(status, "phase", "Pending");
+	set_default_str(status, "qosClass", pod_qos(spec));
+	return NULL;
+}
+
+json_t *emu_defaults_prepare(struct emu_store *st,
+			     const struct emu_resource *res, json_t *obj,
+			     const json_t *old)
 {
 	struct dctx c = {st, res, old, NULL};
 	const char *g = res->group, *k = res->kind;
 
 	if (!json_is_object(obj))
-		return;
+		return NULL;
 	if (!*g && !strcmp(k, "Service"))
 		service_allocate(&c, json_object_get(obj, "spec"));
+	else if (!*g && !strcmp(k, "Pod") && !old)
+		return pod_prepare(st, obj);
 	else if (!strcmp(g, "batch") && !strcmp(k, "Job") && !old)
 		job_selector(obj, child(obj, "spec"));
 	else if (!strcmp(g, "apps") && !strcmp(k, "DaemonSet"))
 		daemonset_generation(obj, old);
+	return NULL;
 }
 
 json_t *emu_defaults_apply(struct emu_store *st, const struct emu_resource *res,
@@ -1398,18 +1636,23 @@ json_t *emu_defaults_apply(struct emu_store *st, const struct emu_resource *res,
 		pod_spec(&c, spec, true);
 	} else if (!*g && !strcmp(k, "Service")) {
 		service(&c, child(obj, "spec"));
+		lb_ingress_mode(json_object_get(obj, "status"));
 	} else if (!*g && !strcmp(k, "Secret")) {
 		secret(obj);
 	} else if (!*g && !strcmp(k, "Namespace")) {
 		namespace_label(obj);
+	} else if (!*g && !strcmp(k, "Endpoints")) {
+		endpoints(obj);
 	} else if (!strcmp(g, "apps")) {
 		spec = child(obj, "spec");
 		if (!strcmp(k, "Deployment"))
 			deployment(&c, spec);
 		else if (!strcmp(k, "StatefulSet"))
 			statefulset(&c, spec);
-		else if (!strcmp(k, "DaemonSet"))
+		else if (!strcmp(k, "DaemonSet")) {
 			daemonset(&c, spec);
+			daemonset_generation_seen(obj);
+		}
 		else if (!strcmp(k, "ReplicaSet")) {
 			set_default(spec, "replicas", json_integer(1));
 			pod_template(&c, json_object_get(spec, "template"));

@@ -234,8 +234,12 @@ struct emu_entry {
 
 /* Events a watch can replay from (?resourceVersion=R). */
 #define EMU_WATCH_HISTORY 1000
-/* Interval of BOOKMARK events with ?allowWatchBookmarks=true, in ms. */
-#define EMU_BOOKMARK_MS 1000
+/*
+ * BOOKMARK events with ?allowWatchBookmarks=true, as the watch cache
+ * sends them: about every minute and 2 s before the watch times out.
+ */
+#define EMU_BOOKMARK_MS 60000
+#define EMU_BOOKMARK_BEFORE_END_MS 2000
 /* Most bytes queued for one watch; a slower reader loses its stream. */
 #define EMU_WATCH_QUEUE_MAX (16u << 20)
 
@@ -247,6 +251,7 @@ struct emu_event {
 	char *name;
 	const char *type; /* "ADDED", "MODIFIED" or "DELETED" */
 	json_t *obj;	  /* owned */
+	json_t *prev;	  /* MODIFIED: the object before (owned); else NULL */
 };
 
 struct emu_watch;
@@ -376,20 +381,31 @@ void emu_watch_free(struct emu_watch *w);
 
 /*
  * For store.c, with the lock held: record a write of `obj` (its
- * metadata.resourceVersion is the event's) in the history and in the
- * queue of every watch it matches, and wake the readers. The history
- * keeps a reference to obj's members: obj must never change afterwards
- * (pass the stored object, or a copy of one).
+ * metadata.resourceVersion is the event's; `prev` the object it replaced,
+ * for MODIFIED) in the history and in the queue of every watch it
+ * matches, and wake the readers. A watch whose selectors the object
+ * enters sees ADDED, one it leaves sees DELETED (of the previous
+ * state), as the watch cache filters. The history keeps references to
+ * obj's and prev's members: they must never change afterwards (pass
+ * stored objects, or copies of them).
  */
 void emu_store_record(struct emu_store *st, const char *type,
 		      const struct emu_resource *res, const char *ns,
-		      const char *name, const json_t *obj);
+		      const char *name, const json_t *obj, const json_t *prev);
 
 /* Free the history and the watches' registrations. Lock not held. */
 void emu_store_watch_release(struct emu_store *st);
 
 /* End every open watch promptly (server shutdown). */
 void emu_store_shutdown(struct emu_store *st);
+
+/* The stored object (borrowed) or NULL. Lock held. */
+const json_t *emu_store_peek(const struct emu_store *st,
+			     const struct emu_resource *res, const char *ns,
+			     const char *name);
+
+/* Append 5 characters of kube's random name alphabet (generateName). */
+void emu_random_suffix(struct buf *out);
 
 /* Not-found Status for `name` of `res` ("configmaps \"x\" not found"). */
 json_t *emu_status_not_found(const struct emu_resource *res, const char *name);
@@ -508,10 +524,14 @@ json_t *emu_defaults_apply(struct emu_store *st,
  * (so that nobody owns it), on `obj` in place, `old` the stored object
  * or NULL: Service cluster IPs, IP families and node ports (kept from
  * `old` or allocated), a Job's generated selector and labels, a
- * DaemonSet's template generation annotation. Lock held.
+ * DaemonSet's template generation annotation, and for a new Pod the
+ * built-in admission plugins (ServiceAccount, DefaultTolerationSeconds,
+ * Priority) and its first status. Lock held. Returns NULL, or a new
+ * Status refusing the write (403: the Pod's service account is missing).
  */
-void emu_defaults_prepare(struct emu_store *st, const struct emu_resource *res,
-			  json_t *obj, const json_t *old);
+json_t *emu_defaults_prepare(struct emu_store *st,
+			     const struct emu_resource *res, json_t *obj,
+			     const json_t *old);
 
 /*
  * Validate the values of `obj` as kube-apiserver does for the fields

@@ -13,6 +13,8 @@
 #include "tests/kube-emu/types.h"
 
 #define MAX_SEGMENTS 10
+/* Most query parameters a deprecated watch path is rewritten with. */
+#define MAX_QUERY 32
 
 /* A parsed resource URL. */
 struct target {
@@ -550,6 +552,37 @@ static int field_validation(const struct emu_request *req,
 	reply_bad_option(resp, req, "fieldValidation", "FieldValueNotSupported",
 			 why.ptr);
 	buf_release(&why);
+	return -1;
+}
+
+/*
+ * ListOptions kube refuses before listing: resourceVersionMatch without
+ * a resourceVersion. 0, or -1 with the 422 in resp.
+ */
+static int list_options(const struct emu_request *req,
+			struct emu_response *resp)
+{
+	const char *match = query(req, "resourceVersionMatch");
+	const char *rv = query(req, "resourceVersion");
+	struct buf msg = BUF_INIT;
+	json_t *st;
+
+	if (!match || !*match || (rv && *rv))
+		return 0;
+	buf_adds(&msg, "ListOptions.meta.k8s.io \"\" is invalid: "
+		       "resourceVersionMatch: Forbidden: resourceVersionMatch "
+		       "is forbidden unless resourceVersion is provided");
+	st = emu_status_new(422, "Invalid", msg.ptr, NULL, "meta.k8s.io",
+			    "ListOptions");
+	json_object_set_new(
+		json_object_get(st, "details"), "causes",
+		json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueForbidden",
+			  "message",
+			  "Forbidden: resourceVersionMatch is forbidden unless "
+			  "resourceVersion is provided",
+			  "field", "resourceVersionMatch"));
+	emu_reply_json(resp, 422, st);
+	buf_release(&msg);
 	return -1;
 }
 
@@ -1597,7 +1630,8 @@ static void handle_watch(struct emu_server *srv, const struct emu_request *req,
 			 const struct target *t, struct emu_response *resp)
 {
 	struct emu_watch_options wo = {0};
-	const char *ts = query(req, "timeoutSeconds");
+	const char *ts = query(req, "timeoutSeconds"), *rv;
+	struct buf msg = BUF_INIT;
 	unsigned long n = 0;
 	json_t *status = NULL;
 	char *end;
@@ -1606,8 +1640,29 @@ static void handle_watch(struct emu_server *srv, const struct emu_request *req,
 	if (ts && *ts) {
 		n = strtoul(ts, &end, 10);
 		if (*end || *ts == '-' || n > 24ul * 3600) {
-			emu_reply_status(resp, 400, "BadRequest",
-					 "timeoutSeconds: invalid value");
+			buf_addf(&msg,
+				 "strconv.ParseInt: parsing \"%s\": invalid "
+				 "syntax",
+				 ts);
+			emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+			buf_release(&msg);
+			return;
+		}
+	}
+	rv = query(req, "resourceVersion");
+	if (rv && *rv) {
+		/* the watch cache's ParseResourceVersion: a 500 */
+		strtoull(rv, &end, 10);
+		if (*end || *rv == '-' || *rv == '+') {
+			buf_addf(&msg,
+				 "resourceVersion: Invalid value: \"%s\": "
+				 "strconv.ParseUint: parsing \"%s\": invalid "
+				 "syntax",
+				 rv, rv);
+			emu_reply_json(resp, 500,
+				       emu_status_new(500, NULL, msg.ptr, NULL,
+						      NULL, NULL));
+			buf_release(&msg);
 			return;
 		}
 	}
@@ -1822,6 +1877,8 @@ static void handle_resource(struct emu_server *srv,
 						 msg.ptr);
 				goto out;
 			}
+			if (list_options(req, resp) < 0)
+				goto out;
 			lim = query(req, "limit");
 			if (lim && *lim) {
 				lo.limit = strtoul(lim, &end, 10);
@@ -2219,15 +2276,51 @@ static bool inject_faults(struct emu_server *srv, const struct emu_request *req,
 	return answered;
 }
 
+/*
+ * The request a deprecated watch path stands for: ?watch=1 added, and
+ * fieldSelector=metadata.name=NAME for one object (t loses its name).
+ * `q` holds room for the query and two more parameters; `sel` (caller
+ * frees) the selector text. 0, or -1 when a subresource was named.
+ */
+static int watch_request(const struct emu_request *req, struct target *t,
+			 struct emu_request *out, struct emu_param *q,
+			 char **sel)
+{
+	size_t i, n = 0;
+
+	if (t->sub || req->nquery > MAX_QUERY)
+		return -1;
+	*out = *req;
+	for (i = 0; i < req->nquery; i++)
+		if (strcmp(req->query[i].key, "watch") &&
+		    (!t->name || strcmp(req->query[i].key, "fieldSelector")))
+			q[n++] = req->query[i];
+	q[n].key = "watch";
+	q[n++].value = "1";
+	if (t->name) {
+		if (asprintf(sel, "metadata.name=%s", t->name) < 0)
+			return -1;
+		q[n].key = "fieldSelector";
+		q[n++].value = *sel;
+		t->name = NULL;
+	}
+	out->query = q;
+	out->nquery = n;
+	return 0;
+}
+
 void emu_handle(struct emu_server *srv, const struct emu_request *req,
 		struct emu_response *resp)
 {
 	char *path = strdup(req->path ? req->path : "/"), *save = NULL, *s;
-	char *seg[MAX_SEGMENTS];
+	char *seg[MAX_SEGMENTS], *sel = NULL;
+	struct emu_param wq[MAX_QUERY + 2];
+	struct emu_request wreq;
 	struct emu_fault_hit hit = {0};
 	struct target t;
 	const char *verb;
-	size_t n = 0;
+	size_t n = 0, base;
+	bool watch_path = false;
 
 	if (!path) {
 		emu_reply_status(resp, 500, "InternalError", "out of memory");
@@ -2269,13 +2362,36 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 		count_plain(srv, req, resp);
 		goto out;
 	}
+	/*
+	 * The deprecated watch paths (/api/v1/watch/..., /apis/G/V/watch/
+	 * ...): a watch, of one object by its name when the path has one.
+	 */
+	base = n >= 1 && !strcmp(seg[0], "api") ? 2 : 3;
+	if (n > base && !strcmp(seg[base], "watch") &&
+	    !strcmp(req->method, "GET")) {
+		memmove(seg + base, seg + base + 1,
+			(n - base - 1) * sizeof(*seg));
+		n--;
+		watch_path = true;
+	}
 	if ((n >= 3 && !strcmp(seg[0], "api") &&
 	     resolve("", seg[1], seg + 2, n - 2, &t) == 0) ||
 	    (n >= 4 && !strcmp(seg[0], "apis") &&
 	     resolve(seg[1], seg[2], seg + 3, n - 3, &t) == 0)) {
+		if (watch_path && watch_request(req, &t, &wreq, wq, &sel) < 0) {
+			reply_not_found(resp);
+			goto out;
+		}
+		if (watch_path)
+			req = &wreq;
 		verb = verb_of(req, &t);
 		if (!inject_faults(srv, req, &t, verb, &hit, resp))
 			handle_resource(srv, req, &t, resp);
+		/* apimachinery's deprecation warning, on every request */
+		if (!*t.res->group && !strcmp(t.res->name, "endpoints"))
+			emu_response_warn(resp, "v1 Endpoints is deprecated in "
+						"v1.33+; use discovery.k8s.io/v1 "
+						"EndpointSlice");
 		if (resp->watch && hit.expire)
 			emu_watch_expire(resp->watch,
 					 query(req, "resourceVersion"));
@@ -2293,4 +2409,5 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 	}
 out:
 	free(path);
+	free(sel);
 }

@@ -489,6 +489,28 @@ static json_t *zero_of(const struct emu_resource *res, const json_t *obj)
 }
 
 
+/* Does `entries` (managedFields) hold an entry whose fields parse? */
+static bool any_entry(const json_t *entries)
+{
+	struct diff_fieldset *set;
+	const json_t *e;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach((json_t *)entries, i, e)
+	{
+		set = NULL;
+		if (json_string_value(json_object_get(e, "manager")) &&
+		    diff_fieldset_parse(&set, json_object_get(e, "fieldsV1"),
+					NULL) == 0)
+			found = true;
+		diff_fieldset_free(set);
+		if (found)
+			break;
+	}
+	return found;
+}
+
 /* set \ remove, freeing set; NULL (out of memory) stays NULL. */
 static struct diff_fieldset *minus(struct diff_fieldset *set,
 				   const struct diff_fieldset *remove)
@@ -526,7 +548,7 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	const char *const *reset = reset_fields(res, sub);
 	const struct diff_schema *schema;
 	const json_t *incoming, *lhs = old;
-	bool found = false;
+	bool found = false, reset_mf = false;
 	char ts[32];
 	size_t i;
 	int error = -1;
@@ -556,14 +578,33 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	if (!w.removed || !touched || !tmp)
 		goto out;
 
-	/* A body without managedFields keeps the stored ones. */
-	incoming = json_object_get(meta, "managedFields");
-	if (!json_is_array(incoming))
+	/*
+	 * decodeLiveOrNew: the body's managedFields, when it has some that
+	 * parse; [] or [{}] resets them; else the stored ones (subresource
+	 * writes always keep the stored ones).
+	 */
+	incoming = sub ? NULL : json_object_get(meta, "managedFields");
+	if (json_is_array(incoming) &&
+	    (!json_array_size(incoming) ||
+	     (json_array_size(incoming) == 1 &&
+	      !json_object_size(json_array_get(incoming, 0)))))
+		reset_mf = true;
+	else if (!any_entry(incoming))
 		incoming =
 			old ? json_object_get(json_object_get(old, "metadata"),
 					      "managedFields")
 			    : NULL;
-	entries = incoming ? json_deep_copy(incoming) : json_array();
+	entries = incoming && !reset_mf ? json_deep_copy(incoming)
+				       : json_array();
+	/*
+	 * skipNonAppliedManager: an update of an object nobody is tracked
+	 * on stays untracked (until an apply).
+	 */
+	if (old && !any_entry(entries)) {
+		json_object_del(meta, "managedFields");
+		error = 0;
+		goto out;
+	}
 
 	out = json_array();
 	now_rfc3339(ts);

@@ -2,6 +2,7 @@
  * The in-memory object store: one array of entries under one mutex, one
  * resourceVersion counter for all writes, as etcd's revision.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "tests/kube-emu/emu.h"
+#include "util/base64.h"
 #include "tests/kube-emu/types.h"
 
 static const char *const initial_namespaces[] = {"default", "kube-system",
@@ -361,7 +363,8 @@ static void remove_at(struct emu_store *st, size_t i)
 	++st->rv;
 	if (gone) {
 		set_rv(json_object_get(gone, "metadata"), st->rv);
-		emu_store_record(st, "DELETED", e->res, e->ns, e->name, gone);
+		emu_store_record(st, "DELETED", e->res, e->ns, e->name, gone,
+				 NULL);
 	}
 	json_decref(gone);
 	index_remove(st, i);
@@ -431,8 +434,8 @@ int emu_store_init(struct emu_store *st)
 	for (ns = initial_namespaces; *ns; ns++) {
 		in = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1",
 			       "kind", "Namespace", "metadata", "name", *ns);
-		code = emu_store_create(st, namespaces_res(), "", in, NULL,
-					false, &out);
+		code = emu_store_create(st, namespaces_res(), "", in,
+					"kube-apiserver", false, &out);
 		json_decref(in);
 		json_decref(out);
 		if (code != 201)
@@ -526,24 +529,71 @@ static void entry_key(const struct emu_entry *e, struct buf *out)
 	buf_addf(out, "%s/%s", e->ns, e->name);
 }
 
-static void hex_encode(const char *s, struct buf *out)
+/*
+ * Continue tokens as the etcd3 store writes them: base64url (without
+ * padding) of {"v":"meta.k8s.io/v1","rv":RV,"start":"KEY"}.
+ */
+static void continue_encode(const char *key, uint64_t rv, struct buf *out)
 {
-	for (; *s; s++)
-		buf_addf(out, "%02x", (unsigned char)*s);
+	json_t *tok = json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1",
+				"rv", (json_int_t)rv, "start", key);
+	char *text = tok ? json_dumps(tok, JSON_COMPACT) : NULL;
+
+	if (text)
+		base64_encode(out, text, strlen(text), BASE64_URL | BASE64_NOPAD);
+	free(text);
+	json_decref(tok);
 }
 
-static int hex_decode(const char *s, struct buf *out)
+/* Where Go's base64.RawURLEncoding gives up on `s`; -1 when it does not. */
+static long b64_error_at(const char *s)
 {
-	unsigned v;
+	size_t n = strlen(s), i;
 
-	if (strlen(s) % 2)
-		return -1;
-	for (; *s; s += 2) {
-		if (sscanf(s, "%2x", &v) != 1)
-			return -1;
-		buf_addch(out, (char)v);
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_')
+			return (long)i;
+	return n % 4 == 1 ? (long)n - 1 : -1;
+}
+
+/*
+ * The key a continue token starts after; -1 with kube's 400 message in
+ * `msg` ("invalid continue token: continue key is not valid: ...").
+ */
+static int continue_decode(const char *s, struct buf *start, struct buf *msg)
+{
+	struct buf raw = BUF_INIT;
+	json_t *tok = NULL;
+	long at = b64_error_at(s);
+	const char *key, *v;
+	int ret = -1;
+
+	buf_adds(msg, "invalid continue token: continue key is not valid: ");
+	if (at >= 0 ||
+	    base64_decode(&raw, s, strlen(s), BASE64_URL | BASE64_NOPAD) < 0) {
+		buf_addf(msg, "illegal base64 data at input byte %ld",
+			 at < 0 ? 0 : at);
+		goto out;
 	}
-	return 0;
+	tok = json_loadb(raw.ptr ? raw.ptr : "", raw.len, 0, NULL);
+	v = json_string_value(json_object_get(tok, "v"));
+	key = json_string_value(json_object_get(tok, "start"));
+	if (!tok || !v || !key) {
+		buf_adds(msg, "invalid character looking for beginning of "
+			      "value");
+		goto out;
+	}
+	if (strcmp(v, "meta.k8s.io/v1")) {
+		buf_adds(msg, "server does not recognize this encoded version");
+		goto out;
+	}
+	buf_adds(start, key);
+	buf_reset(msg);
+	ret = 0;
+out:
+	json_decref(tok);
+	buf_release(&raw);
+	return ret;
 }
 
 static bool field_ok(const char *want, bool negated, const char *have)
@@ -566,11 +616,12 @@ int emu_store_list(struct emu_store *st, const struct emu_resource *res,
 	int code = 200;
 	char rv[24];
 
-	if (opts->cont && *opts->cont && hex_decode(opts->cont, &start) < 0) {
-		*out = emu_status_new(400, "BadRequest",
-				      "continue key is not valid: illegal "
-				      "base64 data at input byte 0",
-				      NULL, NULL, NULL);
+	if (opts->cont && *opts->cont &&
+	    continue_decode(opts->cont, &start, &tok) < 0) {
+		*out = emu_status_new(400, "BadRequest", buf_cstr(&tok), NULL,
+				      NULL, NULL);
+		buf_release(&tok);
+		buf_release(&start);
 		return 400;
 	}
 	pthread_mutex_lock(&st->lock);
@@ -628,7 +679,7 @@ int emu_store_list(struct emu_store *st, const struct emu_resource *res,
 	meta = json_pack("{s:s}", "resourceVersion", rv);
 	if (i < n) {
 		entry_key(sel[i - 1], &key);
-		hex_encode(buf_cstr(&key), &tok);
+		continue_encode(buf_cstr(&key), st->rv, &tok);
 		json_object_set_new(meta, "continue",
 				    json_string(buf_cstr(&tok)));
 		json_object_set_new(meta, "remainingItemCount",
@@ -730,12 +781,15 @@ static bool generation_changes(const struct emu_resource *res,
 	 * A Deployment's annotations bump it too: they are copied to its
 	 * ReplicaSets (the deployment strategy's PrepareForUpdate).
 	 */
-	if (!strcmp(res->group, "apps") && !strcmp(res->kind, "Deployment") &&
-	    !json_equal(json_object_get(json_object_get(obj, "metadata"),
-					"annotations"),
-			json_object_get(json_object_get(old, "metadata"),
-					"annotations")))
-		return true;
+	if (!strcmp(res->group, "apps") && !strcmp(res->kind, "Deployment")) {
+		const json_t *a = json_object_get(
+			json_object_get(obj, "metadata"), "annotations");
+		const json_t *b = json_object_get(
+			json_object_get(old, "metadata"), "annotations");
+
+		if ((a || b) && !json_equal(a, b))
+			return true;
+	}
 	if (!emu_resource_is_custom(res))
 		return !json_equal(json_object_get(obj, "spec"),
 				   json_object_get(old, "spec"));
@@ -798,7 +852,8 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 	 * defaults again (a Job's labels come from its generated ones).
 	 */
 	if (!sub || strcmp(sub, "status")) {
-		emu_defaults_prepare(st, res, obj, old);
+		if ((status = emu_defaults_prepare(st, res, obj, old)))
+			goto out;
 		json_decref(emu_defaults_apply(st, res, obj, old));
 		if (root >= 0)
 			emu_types_encode(obj, root);
@@ -828,8 +883,16 @@ out:
 	return status;
 }
 
-/* Random suffix of generateName, as kube: 5 characters. */
-static void generate_name(const char *prefix, struct buf *out)
+const json_t *emu_store_peek(const struct emu_store *st,
+			     const struct emu_resource *res, const char *ns,
+			     const char *name)
+{
+	ssize_t i = find(st, res, ns, name);
+
+	return i < 0 ? NULL : st->items[i].obj;
+}
+
+void emu_random_suffix(struct buf *out)
 {
 	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
 	unsigned char b[5];
@@ -838,9 +901,15 @@ static void generate_name(const char *prefix, struct buf *out)
 	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		for (i = 0; i < sizeof(b); i++)
 			b[i] = (unsigned char)rand();
-	buf_adds(out, prefix);
 	for (i = 0; i < sizeof(b); i++)
 		buf_addch(out, alphabet[b[i] % (sizeof(alphabet) - 1)]);
+}
+
+/* Random suffix of generateName, as kube: 5 characters. */
+static void generate_name(const char *prefix, struct buf *out)
+{
+	buf_adds(out, prefix);
+	emu_random_suffix(out);
 }
 
 int emu_store_create(struct emu_store *st, const struct emu_resource *res,
@@ -941,7 +1010,7 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 			goto out;
 		}
 		/* Events share the stored object, which never changes. */
-		emu_store_record(st, "ADDED", res, ns, name.ptr, stored);
+		emu_store_record(st, "ADDED", res, ns, name.ptr, stored, NULL);
 		emu_actors_notify(st->actors, res, obj);
 	}
 	*out = json_incref(obj);
@@ -994,6 +1063,7 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 	bool status_only = sub && !strcmp(sub, "status");
 	struct buf msg = BUF_INIT;
 	json_t *obj = NULL, *old, *meta, *oldmeta, *refused, *mf_before = NULL;
+	json_t *prev;
 	const char *rv;
 	json_int_t gen;
 	ssize_t i;
@@ -1088,11 +1158,12 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 	}
 	if (!dry_run) {
 		set_rv(meta, ++st->rv);
-		json_decref(st->items[i].obj);
+		prev = st->items[i].obj;
 		st->items[i].obj = stored_copy(obj);
 		if (st->items[i].obj)
 			emu_store_record(st, "MODIFIED", res, ns, name,
-					 st->items[i].obj);
+					 st->items[i].obj, prev);
+		json_decref(prev);
 		emu_actors_notify(st->actors, res, obj);
 	}
 	*out = json_incref(obj);

@@ -382,7 +382,9 @@ static void encode_struct(json_t *obj, int type, unsigned depth)
 	qsort(fields, t->nfields, sizeof(*fields), order_cmp);
 	for (i = 0; i < t->nfields; i++) {
 		v = json_object_get(obj, fields[i]->name);
-		if (!v) {
+		if (!v || (json_is_null(v) &&
+			   !is_managed_fields(type, fields[i]))) {
+			/* null and absent decode alike: the zero value */
 			vals[i] = zero_field(fields[i], depth);
 			continue;
 		}

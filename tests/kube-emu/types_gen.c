@@ -2066,21 +2066,6 @@ static const struct emu_tfield f368[] = {
 	{"x-kubernetes-preserve-unknown-fields", 8, 37, EMU_TF_OMITEMPTY | EMU_TF_POINTER, EMU_REL_DEFAULT, NULL, NULL},
 	{"x-kubernetes-validations", 380, 43, EMU_TF_OMITEMPTY, EMU_REL_MAP, k368_43, NULL},
 };
-/* io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray */
-static const struct emu_tfield f372[] = {
-	{"JSONSchemas", 373, 1, 0, EMU_REL_ATOMIC, NULL, NULL},
-	{"Schema", 368, 0, EMU_TF_POINTER, EMU_REL_DEFAULT, NULL, NULL},
-};
-/* io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool */
-static const struct emu_tfield f375[] = {
-	{"Allows", 8, 0, 0, EMU_REL_DEFAULT, NULL, NULL},
-	{"Schema", 368, 1, EMU_TF_POINTER, EMU_REL_DEFAULT, NULL, NULL},
-};
-/* io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray */
-static const struct emu_tfield f377[] = {
-	{"Property", 9, 1, 0, EMU_REL_ATOMIC, NULL, NULL},
-	{"Schema", 368, 0, EMU_TF_POINTER, EMU_REL_DEFAULT, NULL, NULL},
-};
 /* io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ExternalDocumentation */
 static const struct emu_tfield f379[] = {
 	{"description", 1, 0, EMU_TF_OMITEMPTY, EMU_REL_DEFAULT, NULL, NULL},
@@ -2570,12 +2555,12 @@ const struct emu_type emu_types[] = {
 	/* 369 */ {"RawJSON", "v1.JSON", EMU_T_RAW, -1, EMU_REL_DEFAULT, NULL, 0},
 	/* 370 */ {"number", "float64", EMU_T_FLOAT, -1, EMU_REL_DEFAULT, NULL, 0},
 	/* 371 */ {"[]JSON", "[]v1.JSON", EMU_T_SLICE, 369, EMU_REL_DEFAULT, NULL, 0},
-	/* 372 */ {"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray", "v1.JSONSchemaPropsOrArray", EMU_T_STRUCT, -1, EMU_REL_DEFAULT, f372, 2},
+	/* 372 */ {"RawJSON", "v1.JSONSchemaPropsOrArray", EMU_T_RAW, -1, EMU_REL_DEFAULT, NULL, 0},
 	/* 373 */ {"[]JSONSchemaProps", "[]v1.JSONSchemaProps", EMU_T_SLICE, 368, EMU_REL_DEFAULT, NULL, 0},
 	/* 374 */ {"map[string]JSONSchemaProps", "map[string]v1.JSONSchemaProps", EMU_T_MAP, 368, EMU_REL_DEFAULT, NULL, 0},
-	/* 375 */ {"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool", "v1.JSONSchemaPropsOrBool", EMU_T_STRUCT, -1, EMU_REL_DEFAULT, f375, 2},
+	/* 375 */ {"RawJSON", "v1.JSONSchemaPropsOrBool", EMU_T_RAW, -1, EMU_REL_DEFAULT, NULL, 0},
 	/* 376 */ {"map[string]JSONSchemaPropsOrStringArray", "v1.JSONSchemaDependencies", EMU_T_MAP, 377, EMU_REL_DEFAULT, NULL, 0},
-	/* 377 */ {"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray", "v1.JSONSchemaPropsOrStringArray", EMU_T_STRUCT, -1, EMU_REL_DEFAULT, f377, 2},
+	/* 377 */ {"RawJSON", "v1.JSONSchemaPropsOrStringArray", EMU_T_RAW, -1, EMU_REL_DEFAULT, NULL, 0},
 	/* 378 */ {"map[string]JSONSchemaProps", "v1.JSONSchemaDefinitions", EMU_T_MAP, 368, EMU_REL_DEFAULT, NULL, 0},
 	/* 379 */ {"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ExternalDocumentation", "v1.ExternalDocumentation", EMU_T_STRUCT, -1, EMU_REL_DEFAULT, f379, 2},
 	/* 380 */ {"[]ValidationRule", "v1.ValidationRules", EMU_T_SLICE, 381, EMU_REL_DEFAULT, NULL, 0},

@@ -5,6 +5,7 @@
  * the HTTP layer, which waits on the store's condition variable.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,10 @@ struct emu_watch {
 	bool bookmarks;
 	bool table;	   /* events carry meta.k8s.io Tables (kubectl get -w) */
 	bool sent_headers; /* the first Table went out with its columns */
+	bool bookmark_due; /* next_bookmark is set */
 	struct timespec next_bookmark;
 	struct timespec deadline; /* tv_sec 0: none */
+	uint64_t rv; /* the newest resourceVersion the watch has seen */
 };
 
 static void ts_add_ms(struct timespec *t, long ms)
@@ -70,6 +73,14 @@ static bool matches(const struct emu_watch *w, const struct emu_resource *res,
 		json_object_get(json_object_get(obj, "metadata"), "labels"));
 }
 
+static uint64_t rv_of(const json_t *obj)
+{
+	const char *rvs = json_string_value(json_object_get(
+		json_object_get(obj, "metadata"), "resourceVersion"));
+
+	return rvs ? strtoull(rvs, NULL, 10) : 0;
+}
+
 /* Queue one event line; a full queue ends the watch. Lock held. */
 static void enqueue(struct emu_watch *w, const char *type, const json_t *obj)
 {
@@ -84,6 +95,8 @@ static void enqueue(struct emu_watch *w, const char *type, const json_t *obj)
 		w->sent_headers = true;
 		obj = table;
 	}
+	if (strcmp(type, "ERROR") && rv_of(obj) > w->rv)
+		w->rv = rv_of(obj);
 	ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
 	json_decref(table);
 	s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
@@ -118,21 +131,61 @@ static void event_release(struct emu_event *e)
 	free(e->ns);
 	free(e->name);
 	json_decref(e->obj);
+	json_decref(e->prev);
 	memset(e, 0, sizeof(*e));
+}
+
+/*
+ * An event as one watch sees it (the watch cache's filtering): a
+ * MODIFIED object that enters the watch's selection is ADDED, one that
+ * leaves it is DELETED, shown as it was with the event's
+ * resourceVersion. Lock held.
+ */
+static void deliver(struct emu_watch *w, const char *type,
+		    const struct emu_resource *res, const char *ns,
+		    const char *name, const json_t *obj, const json_t *prev)
+{
+	bool now, before;
+	json_t *gone;
+	char rv[24];
+
+	if (w->ended)
+		return;
+	now = matches(w, res, ns, name, obj);
+	before = prev && matches(w, res, ns, name, prev);
+	if (!prev || strcmp(type, "MODIFIED")) {
+		if (now)
+			enqueue(w, type, obj);
+	} else if (now) {
+		enqueue(w, before ? "MODIFIED" : "ADDED", obj);
+	} else if (before) {
+		gone = json_copy((json_t *)prev);
+		json_object_set_new(gone, "metadata",
+				    json_copy(json_object_get(gone,
+							      "metadata")));
+		snprintf(rv, sizeof(rv), "%llu", (unsigned long long)rv_of(obj));
+		json_object_set_new(json_object_get(gone, "metadata"),
+				    "resourceVersion", json_string(rv));
+		enqueue(w, "DELETED", gone);
+		json_decref(gone);
+	}
 }
 
 void emu_store_record(struct emu_store *st, const char *type,
 		      const struct emu_resource *res, const char *ns,
-		      const char *name, const json_t *obj)
+		      const char *name, const json_t *obj, const json_t *prev)
 {
 	const char *rvs = json_string_value(json_object_get(
 		json_object_get(obj, "metadata"), "resourceVersion"));
 	struct emu_event *e;
 	struct emu_watch *w;
 	json_t *o = event_object(res, obj);
+	json_t *p = prev ? event_object(res, prev) : NULL;
 
-	if (!o)
+	if (!o) {
+		json_decref(p);
 		return;
+	}
 	if (!st->hist)
 		st->hist = calloc(EMU_WATCH_HISTORY, sizeof(*st->hist));
 	if (st->hist) {
@@ -152,16 +205,35 @@ void emu_store_record(struct emu_store *st, const char *type,
 		e->name = strdup(name);
 		e->type = type;
 		e->obj = json_incref(o);
+		e->prev = json_incref(p);
 		if (e->ns && e->name)
 			st->hist_len++;
 		else
 			event_release(e);
 	}
 	for (w = st->watches; w; w = w->next)
-		if (!w->ended && matches(w, res, ns, name, o))
-			enqueue(w, type, o);
+		deliver(w, type, res, ns, name, o, p);
 	json_decref(o);
+	json_decref(p);
 	pthread_cond_broadcast(&st->changed);
+}
+
+/*
+ * The newest resourceVersion of an event of `res` (what the watch
+ * cache of the resource has processed), or 0. Lock held.
+ */
+static uint64_t resource_rv(const struct emu_store *st,
+			    const struct emu_resource *res)
+{
+	const struct emu_event *e;
+	size_t i;
+
+	for (i = st->hist_len; i-- > 0;) {
+		e = &st->hist[(st->hist_first + i) % EMU_WATCH_HISTORY];
+		if (e->res == res)
+			return e->rv;
+	}
+	return 0;
 }
 
 /* The 410 the API server sends for a compacted resourceVersion. */
@@ -178,6 +250,64 @@ static void expire(struct emu_watch *w, uint64_t rv, uint64_t oldest)
 	json_decref(status);
 	buf_release(&msg);
 	w->ended = true;
+}
+
+/*
+ * A BOOKMARK line at resourceVersion `rv`: kind, apiVersion and the
+ * resourceVersion only; the one ending the initial events is annotated
+ * k8s.io/initial-events-end. Lock held.
+ */
+static void bookmark_at(struct emu_watch *w, uint64_t rv, bool initial_end)
+{
+	struct buf av = BUF_INIT;
+	char rvs[24];
+	json_t *o;
+
+	emu_resource_api_version(w->res, &av);
+	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
+	o = json_pack("{s:s, s:s, s:{s:s}}", "kind", w->res->kind, "apiVersion",
+		      buf_cstr(&av), "metadata", "resourceVersion", rvs);
+	if (o && initial_end)
+		json_object_set_new(json_object_get(o, "metadata"),
+				    "annotations",
+				    json_pack("{s:s}",
+					      "k8s.io/initial-events-end",
+					      "true"));
+	if (o)
+		enqueue(w, "BOOKMARK", o);
+	json_decref(o);
+	buf_release(&av);
+}
+
+/*
+ * When the next bookmark is due, as the cacher's nextBookmarkTime: a
+ * minute from `from`, but 2 s before the watch's deadline when that is
+ * sooner; none when that moment has passed. Lock held.
+ */
+static void schedule_bookmark(struct emu_watch *w, const struct timespec *from)
+{
+	struct timespec pre;
+
+	w->next_bookmark = *from;
+	ts_add_ms(&w->next_bookmark, EMU_BOOKMARK_MS);
+	w->bookmark_due = true;
+	if (!w->deadline.tv_sec)
+		return;
+	pre = w->deadline;
+	pre.tv_sec -= EMU_BOOKMARK_BEFORE_END_MS / 1000;
+	if (ts_reached(&w->next_bookmark, &pre))
+		w->next_bookmark = pre;
+	if (ts_reached(from, &w->next_bookmark))
+		w->bookmark_due = false;
+}
+
+/* A periodic bookmark: only when the resource moved past the watch. */
+static void bookmark(struct emu_watch *w)
+{
+	uint64_t rv = resource_rv(w->st, w->res);
+
+	if (rv > w->rv)
+		bookmark_at(w, rv, false);
 }
 
 /* Queue what a new watch sees first. Lock held. */
@@ -201,6 +331,15 @@ static void start(struct emu_watch *w, const char *rvs)
 				enqueue(w, "ADDED", o);
 			json_decref(o);
 		}
+		/*
+		 * The initial events (sendInitialEvents, which a watch
+		 * without a resourceVersion defaults to) end with a
+		 * bookmark when bookmarks are asked for.
+		 */
+		if (w->bookmarks)
+			bookmark_at(w, st->rv, true);
+		if (st->rv > w->rv)
+			w->rv = st->rv;
 		return;
 	}
 	errno = 0;
@@ -210,10 +349,12 @@ static void start(struct emu_watch *w, const char *rvs)
 		       st->hist_len ? st->hist[st->hist_first].rv : st->rv + 1);
 		return;
 	}
+	w->rv = rv;
 	for (i = 0; i < st->hist_len; i++) {
 		e = &st->hist[(st->hist_first + i) % EMU_WATCH_HISTORY];
-		if (e->rv > rv && matches(w, e->res, e->ns, e->name, e->obj))
-			enqueue(w, e->type, e->obj);
+		if (e->rv > rv)
+			deliver(w, e->type, e->res, e->ns, e->name, e->obj,
+				e->prev);
 	}
 }
 
@@ -223,6 +364,7 @@ int emu_watch_open(struct emu_store *st, const struct emu_resource *res,
 {
 	struct buf msg = BUF_INIT;
 	struct emu_watch *w = calloc(1, sizeof(*w));
+	struct timespec now;
 	int code = 0;
 
 	*out = NULL;
@@ -245,13 +387,13 @@ int emu_watch_open(struct emu_store *st, const struct emu_resource *res,
 		code = 400;
 		goto out;
 	}
-	clock_gettime(CLOCK_REALTIME, &w->next_bookmark);
-	w->deadline = w->next_bookmark;
-	ts_add_ms(&w->next_bookmark, EMU_BOOKMARK_MS);
+	clock_gettime(CLOCK_REALTIME, &now);
+	w->deadline = now;
 	if (opts->timeout_s)
 		ts_add_ms(&w->deadline, (long)opts->timeout_s * 1000);
 	else
 		w->deadline.tv_sec = 0;
+	schedule_bookmark(w, &now);
 	pthread_mutex_lock(&st->lock);
 	start(w, opts->rv);
 	if (st->closing)
@@ -273,23 +415,6 @@ out:
 	return code;
 }
 
-/* A BOOKMARK line at the store's current resourceVersion. Lock held. */
-static void bookmark(struct emu_watch *w)
-{
-	struct buf av = BUF_INIT;
-	char rv[24];
-	json_t *o;
-
-	emu_resource_api_version(w->res, &av);
-	snprintf(rv, sizeof(rv), "%llu", (unsigned long long)w->st->rv);
-	o = json_pack("{s:s, s:s, s:{s:s}}", "kind", w->res->kind, "apiVersion",
-		      buf_cstr(&av), "metadata", "resourceVersion", rv);
-	if (o)
-		enqueue(w, "BOOKMARK", o);
-	json_decref(o);
-	buf_release(&av);
-}
-
 int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms)
 {
 	struct emu_store *st = w->st;
@@ -305,11 +430,10 @@ int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms)
 			w->ended = true;
 		if (w->deadline.tv_sec && ts_reached(&now, &w->deadline))
 			w->ended = true;
-		if (!w->ended && w->bookmarks &&
+		if (!w->ended && w->bookmarks && w->bookmark_due &&
 		    ts_reached(&now, &w->next_bookmark)) {
 			bookmark(w);
-			w->next_bookmark = now;
-			ts_add_ms(&w->next_bookmark, EMU_BOOKMARK_MS);
+			schedule_bookmark(w, &now);
 		}
 		if (w->queue.len) {
 			ret = buf_add(out, w->queue.ptr, w->queue.len) < 0 ? -1
@@ -323,7 +447,7 @@ int emu_watch_next(struct emu_watch *w, struct buf *out, int wait_ms)
 		}
 		if (ts_reached(&now, &until))
 			break;
-		if (w->bookmarks)
+		if (w->bookmarks && w->bookmark_due)
 			until = *ts_min(&until, &w->next_bookmark);
 		if (w->deadline.tv_sec)
 			until = *ts_min(&until, &w->deadline);

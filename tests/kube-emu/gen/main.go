@@ -186,6 +186,8 @@ var (
 	tRaw       = reflect.TypeOf(runtime.RawExtension{})
 	tJSON      = reflect.TypeOf(apiextv1.JSON{})
 	tFieldsV1  = reflect.TypeOf(metav1.FieldsV1{})
+
+	jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 )
 
 func leaf(name, gotype, kind string) int {
@@ -215,6 +217,12 @@ func typeOf(t reflect.Type) int {
 	case tDuration:
 		return leaf("Duration", t.String(), kDuration)
 	case tRaw, tJSON, tFieldsV1:
+		return leaf("RawJSON", t.String(), kRaw)
+	}
+	// Types that decode themselves (JSONSchemaPropsOrArray, ...) take
+	// any JSON as far as kube-emu is concerned.
+	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
+		(reflect.PointerTo(t).Implements(jsonUnmarshaler) || t.Implements(jsonUnmarshaler)) {
 		return leaf("RawJSON", t.String(), kRaw)
 	}
 	switch t.Kind() {
