@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "diff/diff.h"
 #include "tests/kube-emu/emu.h"
@@ -1413,6 +1414,23 @@ static void daemonset_generation(json_t *obj, const json_t *old)
 	json_object_set_new(ann, key, json_string(text));
 }
 
+/* The aggregator's PrepareForCreate: a local APIService is available. */
+static void local_apiservice(json_t *obj)
+{
+	char now[32];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_object_set_new(
+		obj, "status",
+		json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "conditions",
+			  "type", "Available", "status", "True",
+			  "lastTransitionTime", now, "reason", "Local",
+			  "message", "Local APIServices are always available"));
+}
+
 /* ---- Pods: admission and the first status ---- */
 
 #define SA_MOUNT_PATH "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -1618,6 +1636,9 @@ json_t *emu_defaults_prepare(struct emu_store *st,
 		job_selector(obj, child(obj, "spec"));
 	else if (!strcmp(g, "apps") && !strcmp(k, "DaemonSet"))
 		daemonset_generation(obj, old);
+	else if (!strcmp(g, "apiregistration.k8s.io") && !old &&
+		 absent(json_object_get(obj, "spec"), "service"))
+		local_apiservice(obj);
 	return NULL;
 }
 

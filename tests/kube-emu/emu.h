@@ -147,6 +147,15 @@ int emu_crd_register(const json_t *crd, struct buf *msg);
 /* Stop serving every resource of `crd` (deleted) and drop its schemas. */
 void emu_crd_unregister(const json_t *crd);
 
+/*
+ * Prune and default a custom resource `obj` (in place) by its version's
+ * structural schema: undeclared fields go, their paths appended to
+ * `unknown` (an array of strings; may be NULL); absent fields with a
+ * default get it. Built-in resources are left alone.
+ */
+void emu_crd_prune(const struct emu_resource *res, json_t *obj,
+		   json_t *unknown);
+
 /* Is `res` one of the resources (any version) of `crd`? */
 bool emu_crd_serves(const json_t *crd, const struct emu_resource *res);
 
@@ -327,6 +336,20 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 		     const char *ns, const char *name, bool dry_run,
 		     json_t **out);
+
+/*
+ * DELETE with a propagationPolicy (NULL, "Background", "Foreground",
+ * "Orphan"). An object with finalizers (its own or those the deletion
+ * adds) is marked with a deletionTimestamp and answered; it goes when an
+ * update leaves it without finalizers, or at once when they are all a
+ * controller's of a full cluster (garbage collector, namespace
+ * controller, CRD cleanup). Otherwise it goes at once and the answer is
+ * a Success Status (the deleted object for namespaces, pods, services,
+ * service accounts).
+ */
+int emu_store_delete_opts(struct emu_store *st, const struct emu_resource *res,
+			  const char *ns, const char *name,
+			  const char *propagation, bool dry_run, json_t **out);
 
 /*
  * Persistence (--data): every stored object and the resourceVersion

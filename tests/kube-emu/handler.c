@@ -11,6 +11,7 @@
 #include "renderers/render.h"
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/types.h"
+#include "util/base64.h"
 
 #define MAX_SEGMENTS 10
 /* Most query parameters a deprecated watch path is rewritten with. */
@@ -628,8 +629,22 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 	int ret = 0;
 
 	(void)req;
-	if (root < 0 || !unknown)
+	if (!unknown)
 		goto out;
+	if (root < 0) {
+		/* a custom resource: its structural schema prunes */
+		emu_crd_prune(t->res, obj, unknown);
+		json_array_foreach(unknown, i, u)
+		{
+			if (fv != FV_WARN)
+				break;
+			buf_reset(&msg);
+			buf_addf(&msg, "unknown field \\\"%s\\\"",
+				 json_string_value(u));
+			emu_response_warn(resp, msg.ptr);
+		}
+		goto out;
+	}
 	if (emu_types_decode(obj, root, unknown, &why) < 0) {
 		buf_addf(&msg, "%s in version \"%s\" cannot be handled as a %s: %s",
 			 kind, t->sub && !strcmp(t->sub, "scale") ? "v1"
@@ -842,8 +857,21 @@ static int decode_patched(const struct target *t, json_t *doc, int fv,
 	size_t i;
 	int code = 0;
 
-	if (root < 0 || !unknown)
+	if (!unknown)
 		goto out;
+	if (root < 0) {
+		emu_crd_prune(t->res, doc, unknown);
+		json_array_foreach(unknown, i, u)
+		{
+			if (fv != FV_WARN)
+				break;
+			buf_reset(&msg);
+			buf_addf(&msg, "unknown field \\\"%s\\\"",
+				 json_string_value(u));
+			emu_response_warn(resp, msg.ptr);
+		}
+		goto out;
+	}
 	copy = json_deep_copy(doc);
 	if (emu_types_decode(doc, root, unknown, &why) == 0) {
 		if (fv == FV_STRICT && json_array_size(unknown)) {
@@ -1749,10 +1777,11 @@ out:
 
 /*
  * propagationPolicy (the query's, else the body's DeleteOptions): one of
- * kube's three or absent. 0, or -1 with the 422 in resp.
+ * kube's three (appended to `policy`) or absent. 0, or -1 with the 422
+ * in resp.
  */
 static int propagation_policy(const struct emu_request *req,
-			      struct emu_response *resp)
+			      struct emu_response *resp, struct buf *policy)
 {
 	const char *p = query(req, "propagationPolicy");
 	json_t *opts = NULL;
@@ -1774,6 +1803,8 @@ static int propagation_policy(const struct emu_request *req,
 		reply_bad_option(resp, req, "propagationPolicy",
 				 "FieldValueNotSupported", why.ptr);
 		ret = -1;
+	} else if (p) {
+		buf_adds(policy, p);
 	}
 	json_decref(opts);
 	buf_release(&why);
@@ -1984,11 +2015,13 @@ static void handle_resource(struct emu_server *srv,
 	} else if (!strcmp(m, "PATCH")) {
 		handle_patch(srv, req, t, dry, fv, resp);
 	} else if (!strcmp(m, "DELETE") && !t->sub) {
-		if (propagation_policy(req, resp) < 0 ||
+		if (propagation_policy(req, resp, &msg) < 0 ||
 		    delete_preconditions(srv, req, t, resp) < 0)
 			goto out;
-		code = emu_store_delete(&srv->store, t->res, t->ns, t->name,
-					dry, &out);
+		code = emu_store_delete_opts(&srv->store, t->res, t->ns,
+					     t->name,
+					     msg.len ? msg.ptr : NULL, dry,
+					     &out);
 		emu_reply_json(resp, code, out);
 	} else {
 		reply_method_not_allowed(resp, req);
@@ -2133,6 +2166,45 @@ static int handle_static(struct emu_server *srv, const struct emu_request *req,
 	else
 		reply_not_found(resp);
 	return 0;
+}
+
+/* Does base64 `b64` decode to something holding a PEM block? */
+static bool holds_pem(const json_t *b64)
+{
+	struct buf raw = BUF_INIT;
+	const char *s = json_string_value(b64);
+	bool pem;
+
+	pem = s && base64_decode(&raw, s, strlen(s), 0) == 0 && raw.len &&
+	      memmem(raw.ptr, raw.len, "-----BEGIN", 10);
+	buf_release(&raw);
+	return pem;
+}
+
+/*
+ * The registries' WarningsOnCreate/Update for what was written: a TLS
+ * Secret whose certificate or key holds no PEM block (tls.X509KeyPair's
+ * first complaints; a pair that does not match is not checked).
+ */
+static void write_warnings(const struct target *t, struct emu_response *resp)
+{
+	json_t *obj, *data;
+	const char *type;
+
+	if (*t->res->group || strcmp(t->res->name, "secrets") || t->sub)
+		return;
+	obj = json_loadb(resp->body.ptr, resp->body.len, 0, NULL);
+	type = json_string_value(json_object_get(obj, "type"));
+	data = json_object_get(obj, "data");
+	if (type && !strcmp(type, "kubernetes.io/tls")) {
+		if (!holds_pem(json_object_get(data, "tls.crt")))
+			emu_response_warn(resp, "tls: failed to find any PEM "
+						"data in certificate input");
+		else if (!holds_pem(json_object_get(data, "tls.key")))
+			emu_response_warn(resp, "tls: failed to find any PEM "
+						"data in key input");
+	}
+	json_decref(obj);
 }
 
 /* Does some built-in or custom resource belong to API group `group`? */
@@ -2387,6 +2459,10 @@ void emu_handle(struct emu_server *srv, const struct emu_request *req,
 		verb = verb_of(req, &t);
 		if (!inject_faults(srv, req, &t, verb, &hit, resp))
 			handle_resource(srv, req, &t, resp);
+		if (resp->code / 100 == 2 &&
+		    (!strcmp(req->method, "POST") || !strcmp(req->method, "PUT") ||
+		     !strcmp(req->method, "PATCH")))
+			write_warnings(&t, resp);
 		/* apimachinery's deprecation warning, on every request */
 		if (!*t.res->group && !strcmp(t.res->name, "endpoints"))
 			emu_response_warn(resp, "v1 Endpoints is deprecated in "

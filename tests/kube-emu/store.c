@@ -860,14 +860,18 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 	}
 	if ((status = emu_validate_object(res, obj, old)))
 		goto out;
-	if (is_crd_res(res)) {
-		/* The naming and establishing controllers' status write. */
-		before = manager ? json_deep_copy(obj) : NULL;
-		emu_crd_set_status(obj, old);
-		if (before && !json_equal(json_object_get(before, "status"),
-					  json_object_get(obj, "status")))
-			emu_managed_update(obj, before, res, "kube-apiserver",
-					   "status", av.ptr);
+	if (crd && !old) {
+		/* PrepareForCreate: only the storage version is known */
+		before = json_deep_copy(obj);
+		emu_crd_set_status(before, NULL);
+		json_object_set_new(
+			obj, "status",
+			json_pack("{s:O}", "storedVersions",
+				  json_object_get(json_object_get(before,
+								  "status"),
+						  "storedVersions")));
+		if (root >= 0)
+			emu_types_encode(obj, root);
 	}
 	/*
 	 * Webhook rules name resources, not subresources: a rule on
@@ -910,6 +914,54 @@ static void generate_name(const char *prefix, struct buf *out)
 {
 	buf_adds(out, prefix);
 	emu_random_suffix(out);
+}
+
+/*
+ * The CRD as its naming and establishing controllers (which run inside
+ * kube-apiserver) leave it: names accepted or not, Established, stored
+ * versions, a /status Update of "kube-apiserver". New reference.
+ */
+static json_t *crd_established(const struct emu_resource *res,
+			       const json_t *crd)
+{
+	json_t *out = json_deep_copy(crd);
+
+	if (!out)
+		return NULL;
+	emu_crd_set_status(out, crd);
+	if (!json_equal(json_object_get(out, "status"),
+			json_object_get(crd, "status")) &&
+	    json_object_get(json_object_get(crd, "metadata"), "managedFields"))
+		emu_managed_update(out, crd, res, "kube-apiserver", "status",
+				   "apiextensions.k8s.io/v1");
+	return out;
+}
+
+/*
+ * Store the controllers' status write of the CRD at index i as a write
+ * of its own (a new resourceVersion, a MODIFIED event) when it changes
+ * anything. Lock held.
+ */
+static void crd_controllers(struct emu_store *st, size_t i)
+{
+	struct emu_entry *e = &st->items[i];
+	json_t *next = crd_established(e->res, e->obj), *prev;
+
+	if (!next || json_equal(json_object_get(next, "status"),
+				json_object_get(e->obj, "status"))) {
+		json_decref(next);
+		return;
+	}
+	set_rv(json_object_get(next, "metadata"), ++st->rv);
+	prev = e->obj;
+	e->obj = stored_copy(next);
+	if (e->obj)
+		emu_store_record(st, "MODIFIED", e->res, e->ns, e->name, e->obj,
+				 prev);
+	else
+		e->obj = json_incref(prev);
+	json_decref(prev);
+	json_decref(next);
 }
 
 int emu_store_create(struct emu_store *st, const struct emu_resource *res,
@@ -992,12 +1044,19 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 	json_object_set_new(meta, "name", json_string(name.ptr));
 	if (*ns)
 		json_object_set_new(meta, "namespace", json_string(ns));
-	if (!dry_run && is_crd_res(res) && emu_crd_register(obj, &msg) < 0) {
-		*out = status_invalid(res, name.ptr,
-				      "spec.versions[0].schema.openAPIV3Schema",
-				      "FieldValueInvalid", buf_cstr(&msg));
-		code = 422;
-		goto out;
+	if (!dry_run && is_crd_res(res)) {
+		json_t *final = crd_established(res, obj);
+
+		if (!final || emu_crd_register(final, &msg) < 0) {
+			json_decref(final);
+			*out = status_invalid(
+				res, name.ptr,
+				"spec.versions[0].schema.openAPIV3Schema",
+				"FieldValueInvalid", buf_cstr(&msg));
+			code = 422;
+			goto out;
+		}
+		json_decref(final);
 	}
 	if (!dry_run) {
 		set_rv(meta, ++st->rv);
@@ -1012,6 +1071,8 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 		/* Events share the stored object, which never changes. */
 		emu_store_record(st, "ADDED", res, ns, name.ptr, stored, NULL);
 		emu_actors_notify(st->actors, res, obj);
+		if (is_crd_res(res))
+			crd_controllers(st, st->len - 1);
 	}
 	*out = json_incref(obj);
 out:
@@ -1021,6 +1082,9 @@ out:
 	buf_release(&msg);
 	return code;
 }
+
+static void purge(struct emu_store *st, size_t i);
+
 
 /* "configmaps \"x\"" becomes kube's optimistic-concurrency message. */
 static void conflict_message(struct buf *msg)
@@ -1044,6 +1108,7 @@ static void keep_server_meta(json_t *meta, const json_t *oldmeta)
 					   "generation",
 					   "resourceVersion",
 					   "deletionTimestamp",
+					   "deletionGracePeriodSeconds",
 					   NULL};
 	const char *const *k;
 
@@ -1149,11 +1214,33 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 			json_object_get(oldmeta, "generation"));
 		json_object_set_new(meta, "generation", json_integer(gen + 1));
 	}
-	if (!dry_run && is_crd_res(res) && emu_crd_register(obj, &msg) < 0) {
-		*out = status_invalid(res, name,
-				      "spec.versions[0].schema.openAPIV3Schema",
-				      "FieldValueInvalid", buf_cstr(&msg));
-		code = 422;
+	if (!dry_run && is_crd_res(res)) {
+		json_t *final = crd_established(res, obj);
+
+		if (!final || emu_crd_register(final, &msg) < 0) {
+			json_decref(final);
+			*out = status_invalid(
+				res, name,
+				"spec.versions[0].schema.openAPIV3Schema",
+				"FieldValueInvalid", buf_cstr(&msg));
+			code = 422;
+			goto out;
+		}
+		json_decref(final);
+	}
+	/*
+	 * An object being deleted goes once an update leaves it without
+	 * finalizers; the answer is what was written, without its
+	 * managedFields, at the version it had.
+	 */
+	if (json_object_get(oldmeta, "deletionTimestamp") &&
+	    !json_array_size(json_object_get(meta, "finalizers"))) {
+		json_object_del(meta, "managedFields");
+		json_object_set(meta, "resourceVersion",
+				json_object_get(oldmeta, "resourceVersion"));
+		if (!dry_run)
+			purge(st, (size_t)i);
+		*out = json_incref(obj);
 		goto out;
 	}
 	if (!dry_run) {
@@ -1165,6 +1252,8 @@ int emu_store_update(struct emu_store *st, const struct emu_resource *res,
 					 st->items[i].obj, prev);
 		json_decref(prev);
 		emu_actors_notify(st->actors, res, obj);
+		if (is_crd_res(res) && !status_only)
+			crd_controllers(st, (size_t)i);
 	}
 	*out = json_incref(obj);
 out:
@@ -1185,15 +1274,101 @@ static bool is_initial_namespace(const char *name)
 	return false;
 }
 
-int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
-		     const char *ns, const char *name, bool dry_run,
-		     json_t **out)
+/*
+ * Remove entry i for good, with what goes with it: a CRD's custom
+ * objects and resources, a namespace's objects. Lock held.
+ */
+static void purge(struct emu_store *st, size_t i)
+{
+	const struct emu_resource *res = st->items[i].res;
+	json_t *crd = is_crd_res(res) ? json_incref(st->items[i].obj) : NULL;
+	char *ns = res == namespaces_res() ? strdup(st->items[i].name) : NULL;
+	size_t j;
+
+	remove_at(st, i);
+	if (crd) {
+		/* Its custom objects go with it, then its resources. */
+		for (j = st->len; j-- > 0;)
+			if (emu_crd_serves(crd, st->items[j].res))
+				remove_at(st, j);
+		emu_crd_unregister(crd);
+		json_decref(crd);
+	}
+	if (ns) {
+		/* The namespace's objects go with it. */
+		for (j = st->len; j-- > 0;)
+			if ((st->items[j].res->flags & EMU_RES_NAMESPACED) &&
+			    !strcmp(st->items[j].ns, ns))
+				remove_at(st, j);
+	}
+	free(ns);
+}
+
+/* Does the deletion of an object of `res` answer the deleted object
+ * (the registries' ReturnDeletedObject) rather than a Success Status? */
+static bool returns_deleted_object(const struct emu_resource *res)
+{
+	static const char *const core[] = {"namespaces", "pods", "services",
+					   "serviceaccounts", NULL};
+	const char *const *p;
+
+	if (*res->group)
+		return false;
+	for (p = core; *p; p++)
+		if (!strcmp(res->name, *p))
+			return true;
+	return false;
+}
+
+/* Add `f` to the finalizers array `list` unless it is there. */
+static void add_finalizer(json_t *list, const char *f)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(list, i, v)
+	{
+		if (json_is_string(v) && !strcmp(json_string_value(v), f))
+			return;
+	}
+	json_array_append_new(list, json_string(f));
+}
+
+/*
+ * May the emulator finish what a controller of a full cluster finishes
+ * within moments? The garbage collector's foregroundDeletion and orphan,
+ * the namespace controller's "kubernetes" and the apiextensions cleanup
+ * of a CRD; a finalizer of anybody else's keeps the object.
+ */
+static bool only_controller_finalizers(const json_t *meta)
+{
+	static const char *const known[] = {
+		"foregroundDeletion", "orphan",
+		"customresourcecleanup.apiextensions.k8s.io", NULL};
+	const char *const *k;
+	const json_t *f;
+	size_t i;
+
+	json_array_foreach(json_object_get(meta, "finalizers"), i, f)
+	{
+		for (k = known; *k; k++)
+			if (json_is_string(f) && !strcmp(json_string_value(f), *k))
+				break;
+		if (!*k)
+			return false;
+	}
+	return true;
+}
+
+int emu_store_delete_opts(struct emu_store *st, const struct emu_resource *res,
+			  const char *ns, const char *name,
+			  const char *propagation, bool dry_run, json_t **out)
 {
 	struct buf msg = BUF_INIT;
-	json_t *details, *crd;
+	json_t *details, *marked = NULL, *meta, *fin, *gone;
 	bool is_ns = res == namespaces_res();
+	char ts[32];
 	ssize_t i;
-	size_t j;
 	int code = 200;
 
 	pthread_mutex_lock(&st->lock);
@@ -1213,39 +1388,89 @@ int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
 		code = 403;
 		goto out;
 	}
-	*out = json_pack(
-		"{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:O}}", "kind", "Status",
-		"apiVersion", "v1", "metadata", "status", "Success", "details",
-		"name", name, "kind", res->name, "uid",
-		json_object_get(json_object_get(st->items[i].obj, "metadata"),
-				"uid"));
-	if (*res->group) {
-		details = json_object_get(*out, "details");
-		json_object_set_new(details, "group", json_string(res->group));
+	/*
+	 * With finalizers (its own, or those the deletion adds: the
+	 * namespace's, a CRD's cleanup, the garbage collector's for
+	 * Foreground and Orphan) the object is only marked: a
+	 * deletionTimestamp, and the marked object is the answer.
+	 */
+	marked = json_deep_copy(st->items[i].obj);
+	meta = json_object_get(marked, "metadata");
+	fin = json_object_get(meta, "finalizers");
+	if (!json_is_array(fin)) {
+		fin = json_array();
+		json_object_set_new(meta, "finalizers", fin);
 	}
-	if (dry_run)
+	if (propagation && !strcmp(propagation, "Foreground"))
+		add_finalizer(fin, "foregroundDeletion");
+	else if (propagation && !strcmp(propagation, "Orphan"))
+		add_finalizer(fin, "orphan");
+	if (is_crd_res(res))
+		add_finalizer(fin, "customresourcecleanup.apiextensions.k8s.io");
+	if (!json_array_size(fin))
+		json_object_del(meta, "finalizers");
+	if (json_array_size(fin) || is_ns) {
+		if (!json_object_get(meta, "deletionTimestamp")) {
+			now_rfc3339(ts);
+			json_object_set_new(meta, "deletionTimestamp",
+					    json_string(ts));
+			if (!is_ns)
+				json_object_set_new(meta,
+						    "deletionGracePeriodSeconds",
+						    json_integer(0));
+		}
+		if (is_ns)
+			json_object_set_new(json_object_get(marked, "status"),
+					    "phase", json_string("Terminating"));
+		if (!dry_run) {
+			set_rv(meta, ++st->rv);
+			gone = st->items[i].obj;
+			st->items[i].obj = stored_copy(marked);
+			emu_store_record(st, "MODIFIED", res, ns, name,
+					 st->items[i].obj, gone);
+			json_decref(gone);
+			/*
+			 * The controllers a full cluster runs finish it at
+			 * once: the namespace's contents, a CRD's objects,
+			 * the dependents of a Foreground or Orphan deletion
+			 * (there are none the emulator tracks).
+			 */
+			if (is_ns || only_controller_finalizers(meta))
+				purge(st, (size_t)i);
+		}
+		*out = marked;
+		marked = NULL;
 		goto out;
-	crd = is_crd_res(res) ? json_incref(st->items[i].obj) : NULL;
-	remove_at(st, (size_t)i);
-	if (crd) {
-		/* Its custom objects go with it, then its resources. */
-		for (j = st->len; j-- > 0;)
-			if (emu_crd_serves(crd, st->items[j].res))
-				remove_at(st, j);
-		emu_crd_unregister(crd);
-		json_decref(crd);
 	}
-	if (is_ns) {
-		/* The namespace's objects go with it. */
-		for (j = st->len; j-- > 0;)
-			if ((st->items[j].res->flags & EMU_RES_NAMESPACED) &&
-			    !strcmp(st->items[j].ns, name))
-				remove_at(st, j);
+	if (returns_deleted_object(res)) {
+		*out = json_incref(marked);
+		set_rv(json_object_get(*out, "metadata"), st->rv + 1);
+	} else {
+		*out = json_pack("{s:s, s:s, s:{}, s:s, s:{s:s, s:s, s:O}}",
+				 "kind", "Status", "apiVersion", "v1",
+				 "metadata", "status", "Success", "details",
+				 "name", name, "kind", res->name, "uid",
+				 json_object_get(meta, "uid"));
+		if (*res->group) {
+			details = json_object_get(*out, "details");
+			json_object_set_new(details, "group",
+					    json_string(res->group));
+		}
 	}
+	if (!dry_run)
+		purge(st, (size_t)i);
 out:
 	pthread_mutex_unlock(&st->lock);
+	json_decref(marked);
 	buf_release(&msg);
 	return code;
+}
+
+int emu_store_delete(struct emu_store *st, const struct emu_resource *res,
+		     const char *ns, const char *name, bool dry_run,
+		     json_t **out)
+{
+	return emu_store_delete_opts(st, res, ns, name, NULL, dry_run, out);
 }
 
 /* "apps/v1/deployments" or "/v1/configmaps". */

@@ -1033,6 +1033,147 @@ static void check_service(struct verrs *v, const json_t *spec)
 	buf_release(&p);
 }
 
+/* "Invalid value: <json.Marshal of v>: <detail>" on `field`. */
+static void invalid_json(struct verrs *v, const char *field, const json_t *val,
+			 const char *detail)
+{
+	struct buf b = BUF_INIT;
+	char *text = json_dumps(val, JSON_COMPACT | JSON_SORT_KEYS |
+					     JSON_ENCODE_ANY);
+
+	buf_addf(&b, "Invalid value: %s: %s", text ? text : "null", detail);
+	add_cause(v, "FieldValueInvalid", field, buf_cstr(&b));
+	buf_release(&b);
+	free(text);
+}
+
+static bool same(const json_t *a, const json_t *b)
+{
+	return (!a && !b) || (a && b && json_equal(a, b));
+}
+
+/* A Secret's keys its type requires (ValidateSecret). */
+static void check_secret_type(struct verrs *v, const json_t *obj)
+{
+	static const struct {
+		const char *type;
+		const char *keys[3];
+	} table[] = {
+		{"kubernetes.io/tls", {"tls.crt", "tls.key", NULL}},
+		{"kubernetes.io/dockerconfigjson", {".dockerconfigjson", NULL}},
+		{"kubernetes.io/dockercfg", {".dockercfg", NULL}},
+		{"kubernetes.io/ssh-auth", {"ssh-privatekey", NULL}},
+	};
+	const char *type = json_string_value(json_object_get(obj, "type"));
+	const json_t *data = json_object_get(obj, "data");
+	struct buf p = BUF_INIT;
+	size_t i, k;
+
+	for (i = 0; type && i < sizeof(table) / sizeof(*table); i++) {
+		if (strcmp(type, table[i].type))
+			continue;
+		for (k = 0; table[i].keys[k]; k++)
+			if (!json_object_get(data, table[i].keys[k]))
+				required(v, path(&p, "data", "[%s]",
+						 table[i].keys[k]));
+	}
+	buf_release(&p);
+}
+
+/* immutable: true freezes data and binaryData (ConfigMaps, Secrets). */
+static void check_immutable(struct verrs *v, const json_t *obj,
+			    const json_t *old, bool binary)
+{
+	static const char detail[] =
+		"Forbidden: field is immutable when `immutable` is set";
+
+	if (!json_is_true(json_object_get(old, "immutable")))
+		return;
+	if (!json_is_true(json_object_get(obj, "immutable")))
+		add_cause(v, "FieldValueForbidden", "immutable", detail);
+	if (!same(json_object_get(obj, "data"), json_object_get(old, "data")))
+		add_cause(v, "FieldValueForbidden", "data", detail);
+	if (binary && !same(json_object_get(obj, "binaryData"),
+			    json_object_get(old, "binaryData")))
+		add_cause(v, "FieldValueForbidden", "binaryData", detail);
+}
+
+/*
+ * What the kinds' ValidateUpdate forbids to change: workload selectors,
+ * most of a StatefulSet's spec, a Job's template, a Service's cluster
+ * IPs, a Secret's type.
+ */
+static void check_update(struct verrs *v, const struct emu_resource *res,
+			 const json_t *obj, const json_t *old)
+{
+	static const char *const sts_mutable[] = {
+		"replicas",	 "ordinals",
+		"template",	 "updateStrategy",
+		"revisionHistoryLimit", "persistentVolumeClaimRetentionPolicy",
+		"minReadySeconds", NULL};
+	const json_t *spec = json_object_get(obj, "spec");
+	const json_t *ospec = json_object_get(old, "spec");
+	const char *g = res->group, *k = res->kind;
+	const char *const *m;
+	json_t *a, *b;
+
+	if (!strcmp(g, "apps") && !strcmp(k, "StatefulSet")) {
+		a = json_deep_copy(spec);
+		b = json_deep_copy(ospec);
+		for (m = sts_mutable; *m; m++) {
+			json_object_del(a, *m);
+			json_object_del(b, *m);
+		}
+		if (!same(a, b))
+			add_cause(v, "FieldValueForbidden", "spec",
+				  "Forbidden: updates to statefulset spec for "
+				  "fields other than 'replicas', 'ordinals', "
+				  "'template', 'updateStrategy', "
+				  "'revisionHistoryLimit', "
+				  "'persistentVolumeClaimRetentionPolicy' and "
+				  "'minReadySeconds' are forbidden");
+		json_decref(a);
+		json_decref(b);
+	} else if ((!strcmp(g, "apps") && (!strcmp(k, "Deployment") ||
+					  !strcmp(k, "ReplicaSet") ||
+					  !strcmp(k, "DaemonSet"))) ||
+		   (!strcmp(g, "batch") && !strcmp(k, "Job"))) {
+		if (!same(json_object_get(spec, "selector"),
+			  json_object_get(ospec, "selector")))
+			invalid_json(v, "spec.selector",
+				     json_object_get(spec, "selector"),
+				     "field is immutable");
+		/*
+		 * A Job's template: kube quotes the internal Go struct, which
+		 * this rendering does not reproduce.
+		 */
+		if (!strcmp(k, "Job") &&
+		    !same(json_object_get(spec, "template"),
+			  json_object_get(ospec, "template")))
+			invalid_json(v, "spec.template",
+				     json_object_get(spec, "template"),
+				     "field is immutable");
+	} else if (!*g && !strcmp(k, "Service")) {
+		a = json_array_get(json_object_get(spec, "clusterIPs"), 0);
+		b = json_array_get(json_object_get(ospec, "clusterIPs"), 0);
+		if (a && b && !json_equal(a, b))
+			invalid_json(v, "spec.clusterIPs[0]",
+				     json_object_get(spec, "clusterIPs"),
+				     "may not change once set");
+	} else if (!*g && !strcmp(k, "Secret")) {
+		a = json_object_get(obj, "type");
+		b = json_object_get(old, "type");
+		if (!same(a, b))
+			invalid_str(v, "type",
+				    json_string_value(a) ? json_string_value(a)
+							 : "",
+				    "field is immutable");
+		check_immutable(v, obj, old, false);
+	} else if (!*g && !strcmp(k, "ConfigMap")) {
+		check_immutable(v, obj, old, true);
+	}
+}
+
 /*
  * How often an update reports each problem of the object's metadata:
  * rest.BeforeUpdate validates the metadata twice (ValidateObjectMeta-
@@ -1089,11 +1230,14 @@ json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
 	check_meta(&v, meta, "metadata");
 	for (i = 1; old && i < meta_passes_on_update(res); i++)
 		check_meta(&v, meta, "metadata");
+	if (old)
+		check_update(&v, res, obj, old);
 	if (!*g && !strcmp(kind, "ConfigMap")) {
 		check_data_keys(&v, obj, "data", "binaryData");
 		check_data_keys(&v, obj, "binaryData", "data");
 	} else if (!*g && !strcmp(kind, "Secret")) {
 		check_data_keys(&v, obj, "data", "");
+		check_secret_type(&v, obj);
 	} else if (!*g && !strcmp(kind, "Service")) {
 		check_service(&v, spec);
 	} else if (!*g && !strcmp(kind, "Pod")) {
