@@ -58,9 +58,7 @@ get() { kc -n "$1" get "$2" -o jsonpath="$3" 2>&1; }
 
 # === 1. examples/deploy's RBAC on the real server =========================
 # A namespace of an earlier run may still be terminating.
-gone() { ! kc get namespace "$1" >/dev/null 2>&1; }
-wait_for 60 gone "$SA_NS" || true
-wait_for 60 gone "$APP_NS" || true
+ns_gone "$SA_NS" "$APP_NS"
 applied=1
 for f in "${rbac_files[@]}"; do
 	kc apply -f "$DEPLOY/$f.yaml" >"$tmp/apply.out" 2>&1 || {

@@ -149,14 +149,7 @@ fi
 
 # --- the cluster side ----------------------------------------------------
 # A namespace of an earlier run on this cluster may still be terminating.
-gone() { ! kc get namespace "$1" >/dev/null 2>&1; }
-for ns in "$NS_A" "$NS_B" "$NS_LE"; do
-	wait_for 90 gone "$ns" || true
-	if ! kc create namespace "$ns" >"$tmp/ns.out" 2>&1; then
-		not_ok "namespace $ns created: $(cat "$tmp/ns.out")"
-		finish
-	fi
-done
+fresh_ns "$NS_A" "$NS_B" "$NS_LE"
 get() { # NS KIND/NAME JSONPATH
 	kc -n "$1" get "$2" -o jsonpath="$3" 2>&1
 }
