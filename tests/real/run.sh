@@ -282,16 +282,24 @@ expect_eq "$(scale_owner)" kube-controller-manager \
 from=$(loglen "$log")
 wait_for 30 passes_at_least 2 "$log" alpha "$from" &&
 	wait_for 30 passes_at_least 2 "$log" beta "$from" || true
-static_kinds=(configmaps services secrets horizontalpodautoscalers)
 rv_a=$(rvs "$NS_A" configmaps services secrets)
 rv_b=$(rvs "$NS_B" configmaps secrets)
 k8s_audit_mark
 from=$(loglen "$log")
-if wait_for 60 passes_at_least 5 "$log" alpha "$from" &&
-	wait_for 60 passes_at_least 5 "$log" beta "$from"; then
-	ok "five resyncs of each app ($(passes "$log" alpha "$from") and $(passes "$log" beta "$from") passes)"
+# A resync lists the app's types in its namespace (a poll in between
+# reads the watch cache).
+resyncs() { # NS: syncd's LISTs of ConfigMaps there since the mark
+	k8s_audit_barrier
+	tail -n "+$k8s_audit_from" "$K8S_AUDIT" | jq -c --arg ns "$1" '
+		select(.user.username == "syncd" and .verb == "list" and
+			.objectRef.resource == "configmaps" and
+			.objectRef.namespace == $ns)' | wc -l
+}
+five_resyncs() { [ "$(resyncs "$NS_A")" -ge 5 ] && [ "$(resyncs "$NS_B")" -ge 5 ]; }
+if wait_for 60 five_resyncs; then
+	ok "five resyncs of each app listed the server ($(passes "$log" alpha "$from") and $(passes "$log" beta "$from") passes)"
 else
-	not_ok "five resyncs of each app"
+	not_ok "five resyncs of each app: $(resyncs "$NS_A") and $(resyncs "$NS_B") LISTs"
 	show_log "$log"
 fi
 expect_eq "$(syncd_writes)" 0 \
