@@ -452,6 +452,13 @@ json_t *emu_protobuf_decode(const char *data, size_t len, struct buf *msg);
  */
 int emu_go_json_check(const char *data, size_t len, struct buf *why);
 
+/*
+ * The same, and the paths of keys an object repeats ("data.a",
+ * "spec.containers[0].name") appended to `dups` (an array of strings).
+ */
+int emu_go_json_scan(const char *data, size_t len, struct buf *why,
+		     json_t *dups);
+
 /* ---- managedFields (managed.c) ---- */
 
 /*

@@ -16,6 +16,8 @@ struct scan {
 	const unsigned char *p, *end;
 	struct buf *why;
 	unsigned depth;
+	json_t *dups;	 /* duplicate keys found, or NULL: not asked */
+	struct buf path; /* where the scanner is: "spec.containers[0]" */
 };
 
 /* encoding/json's quoteChar. */
@@ -154,8 +156,26 @@ static int scan_literal(struct scan *s, const char *lit)
 
 static int scan_value(struct scan *s);
 
+/* Has `keys` (NUL-separated texts) the key key[0..n)? */
+static bool seen_key(const struct buf *keys, const char *key, size_t n)
+{
+	const char *p = keys->ptr, *end = keys->ptr + keys->len;
+
+	while (p && p < end) {
+		if (strlen(p) == n && !memcmp(p, key, n))
+			return true;
+		p += strlen(p) + 1;
+	}
+	return false;
+}
+
 static int scan_object(struct scan *s)
 {
+	struct buf keys = BUF_INIT;
+	size_t plen = s->path.len, klen;
+	const unsigned char *key;
+	int ret = -1;
+
 	s->p++;
 	skip_space(s);
 	if (s->p < s->end && *s->p == '}') {
@@ -164,39 +184,66 @@ static int scan_object(struct scan *s)
 	}
 	for (;;) {
 		skip_space(s);
-		if (s->p >= s->end || *s->p != '"')
-			return bad(s, "looking for beginning of object key "
-				      "string");
+		if (s->p >= s->end || *s->p != '"') {
+			bad(s, "looking for beginning of object key string");
+			goto out;
+		}
+		key = s->p + 1;
 		if (scan_string(s) < 0)
-			return -1;
+			goto out;
+		klen = (size_t)(s->p - 1 - key);
+		if (s->dups) {
+			buf_addf(&s->path, "%s%.*s", plen ? "." : "",
+				 (int)klen, key);
+			if (seen_key(&keys, (const char *)key, klen))
+				json_array_append_new(
+					s->dups, json_string(buf_cstr(&s->path)));
+			buf_add(&keys, key, klen);
+			buf_addch(&keys, '\0');
+		}
 		skip_space(s);
-		if (s->p >= s->end || *s->p != ':')
-			return bad(s, "after object key");
+		if (s->p >= s->end || *s->p != ':') {
+			bad(s, "after object key");
+			goto out;
+		}
 		s->p++;
 		if (scan_value(s) < 0)
-			return -1;
+			goto out;
+		buf_truncate(&s->path, plen);
 		skip_space(s);
 		if (s->p < s->end && *s->p == '}') {
 			s->p++;
-			return 0;
+			ret = 0;
+			goto out;
 		}
-		if (s->p >= s->end || *s->p != ',')
-			return bad(s, "after object key:value pair");
+		if (s->p >= s->end || *s->p != ',') {
+			bad(s, "after object key:value pair");
+			goto out;
+		}
 		s->p++;
 	}
+out:
+	buf_truncate(&s->path, plen);
+	buf_release(&keys);
+	return ret;
 }
 
 static int scan_array(struct scan *s)
 {
+	size_t plen = s->path.len, i = 0;
+
 	s->p++;
 	skip_space(s);
 	if (s->p < s->end && *s->p == ']') {
 		s->p++;
 		return 0;
 	}
-	for (;;) {
+	for (;; i++) {
+		if (s->dups)
+			buf_addf(&s->path, "[%zu]", i);
 		if (scan_value(s) < 0)
 			return -1;
+		buf_truncate(&s->path, plen);
 		skip_space(s);
 		if (s->p < s->end && *s->p == ']') {
 			s->p++;
@@ -240,15 +287,28 @@ static int scan_value(struct scan *s)
 	}
 }
 
-int emu_go_json_check(const char *data, size_t len, struct buf *why)
+int emu_go_json_scan(const char *data, size_t len, struct buf *why,
+		     json_t *dups)
 {
 	struct scan s = {(const unsigned char *)data,
-			 (const unsigned char *)data + len, why, 0};
+			 (const unsigned char *)data + len, why, 0, dups,
+			 BUF_INIT};
+	int ret = -1;
 
 	if (scan_value(&s) < 0)
-		return -1;
+		goto out;
 	skip_space(&s);
-	if (s.p < s.end)
-		return bad(&s, "after top-level value");
-	return 0;
+	if (s.p < s.end) {
+		bad(&s, "after top-level value");
+		goto out;
+	}
+	ret = 0;
+out:
+	buf_release(&s.path);
+	return ret;
+}
+
+int emu_go_json_check(const char *data, size_t len, struct buf *why)
+{
+	return emu_go_json_scan(data, len, why, NULL);
 }

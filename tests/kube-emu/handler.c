@@ -208,7 +208,8 @@ static void summarize(const struct emu_request *req, struct buf *out)
  * start>)") and returns NULL.
  */
 static json_t *decode_body(const struct emu_request *req,
-			   const struct target *t, struct emu_response *resp)
+			   const struct target *t, struct emu_response *resp,
+			   json_t *dups)
 {
 	struct render_docs docs = RENDER_DOCS_INIT;
 	struct err err = ERR_INIT;
@@ -240,8 +241,8 @@ static json_t *decode_body(const struct emu_request *req,
 		emu_reply_status(resp, 415, "UnsupportedMediaType", msg.ptr);
 		goto out;
 	}
-	if (!yaml && emu_go_json_check(req->body ? req->body : "",
-				       req->body_len, &why) < 0) {
+	if (!yaml && emu_go_json_scan(req->body ? req->body : "",
+				      req->body_len, &why, dups) < 0) {
 		buf_addf(&msg,
 			 "the object provided is unrecognized (must be of "
 			 "type %s): couldn't get version/kind; json parse "
@@ -250,6 +251,19 @@ static json_t *decode_body(const struct emu_request *req,
 		summarize(req, &msg);
 		buf_addch(&msg, ')');
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+		goto out;
+	}
+	if (!yaml) {
+		/* JSON: a repeated key's last value counts (dups name it) */
+		obj = json_loadb(req->body, req->body_len, JSON_DECODE_ANY,
+				 NULL);
+		if (!json_is_object(obj)) {
+			json_decref(obj);
+			obj = NULL;
+			emu_reply_status(resp, 400, "BadRequest",
+					 "Object 'Kind' is missing in the "
+					 "request body");
+		}
 		goto out;
 	}
 	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
@@ -304,9 +318,30 @@ static json_t *decode_apply(const struct emu_request *req,
 	}
 	if (render_parse(&docs, req->body ? req->body : "", req->body_len,
 			 "body", &err) < 0) {
-		buf_adds(&msg, "error decoding YAML: error converting YAML to "
-			       "JSON: yaml: ");
-		yaml_error(err_first(&err), &msg);
+		const char *why = err_first(&err), *key;
+		unsigned line = 0;
+		const char *fv = query(req, "fieldValidation");
+
+		/*
+		 * A repeated key: go-yaml's strict decoding error (with
+		 * fieldValidation=Strict; otherwise kube takes the last
+		 * value with a warning, which this parser cannot).
+		 */
+		key = strstr(why, "duplicate key \"");
+		if (key && fv && !strcmp(fv, "Strict") &&
+		    sscanf(why, "%*[^:]:%u:", &line) == 1) {
+			buf_addf(&msg,
+				 "error strict decoding YAML: error converting "
+				 "YAML to JSON: yaml: unmarshal errors:\n  "
+				 "line %u: key %.*s already set in map",
+				 line,
+				 (int)(strchr(key + 15, '"') - key - 13),
+				 key + 14);
+		} else {
+			buf_adds(&msg, "error decoding YAML: error converting "
+				       "YAML to JSON: yaml: ");
+			yaml_error(why, &msg);
+		}
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 		goto out;
 	}
@@ -618,7 +653,8 @@ static int target_type(const struct target *t)
  * 400 in resp.
  */
 static int decode_typed(const struct emu_request *req, const struct target *t,
-			json_t *obj, int fv, struct emu_response *resp)
+			json_t *obj, const json_t *dups, int fv,
+			struct emu_response *resp)
 {
 	const char *kind = t->sub && !strcmp(t->sub, "scale") ? "Scale"
 							       : t->res->kind;
@@ -639,7 +675,7 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 			if (fv != FV_WARN)
 				break;
 			buf_reset(&msg);
-			buf_addf(&msg, "unknown field \\\"%s\\\"",
+			buf_addf(&msg, "unknown field \"%s\"",
 				 json_string_value(u));
 			emu_response_warn(resp, msg.ptr);
 		}
@@ -654,7 +690,8 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 		ret = -1;
 		goto out;
 	}
-	if (fv == FV_STRICT && json_array_size(unknown)) {
+	if (fv == FV_STRICT &&
+	    (json_array_size(unknown) || json_array_size(dups))) {
 		buf_addf(&msg,
 			 "%s in version \"%s\" cannot be handled as a %s: "
 			 "strict decoding error: ",
@@ -664,11 +701,17 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 			buf_addf(&msg, "%sunknown field \"%s\"", i ? ", " : "",
 				 json_string_value(json_object_get(u, "path")));
 		}
+		json_array_foreach((json_t *)dups, i, u)
+		{
+			buf_addf(&msg, "%sduplicate field \"%s\"",
+				 i || json_array_size(unknown) ? ", " : "",
+				 json_string_value(u));
+		}
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
 		ret = -1;
 		goto out;
 	}
-	if (fv == FV_WARN)
+	if (fv == FV_WARN) {
 		json_array_foreach(unknown, i, u)
 		{
 			buf_reset(&msg);
@@ -676,6 +719,14 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 				 json_string_value(json_object_get(u, "path")));
 			emu_response_warn(resp, msg.ptr);
 		}
+		json_array_foreach((json_t *)dups, i, u)
+		{
+			buf_reset(&msg);
+			buf_addf(&msg, "duplicate field \"%s\"",
+				 json_string_value(u));
+			emu_response_warn(resp, msg.ptr);
+		}
+	}
 out:
 	json_decref(unknown);
 	buf_release(&msg);
@@ -866,7 +917,7 @@ static int decode_patched(const struct target *t, json_t *doc, int fv,
 			if (fv != FV_WARN)
 				break;
 			buf_reset(&msg);
-			buf_addf(&msg, "unknown field \\\"%s\\\"",
+			buf_addf(&msg, "unknown field \"%s\"",
 				 json_string_value(u));
 			emu_response_warn(resp, msg.ptr);
 		}
@@ -1053,9 +1104,53 @@ static void strip_server_owned(json_t *obj, const struct target *t)
  * emu_store_update(). *raced is set when the object changed (or was
  * created) between our read and our write: the caller retries.
  */
+/*
+ * The uid and resourceVersion an applied body carries are preconditions
+ * (the patch handler's): 0, or 409 with *out.
+ */
+static int apply_preconditions(const struct target *t, const json_t *body,
+			       const json_t *live, json_t **out)
+{
+	const json_t *meta = json_object_get(body, "metadata");
+	const char *uid = json_string_value(json_object_get(meta, "uid"));
+	const char *rv =
+		json_string_value(json_object_get(meta, "resourceVersion"));
+	const json_t *lmeta = json_object_get(live, "metadata");
+	const char *luid = json_string_value(json_object_get(lmeta, "uid"));
+	const char *lrv =
+		json_string_value(json_object_get(lmeta, "resourceVersion"));
+	struct buf msg = BUF_INIT;
+
+	buf_adds(&msg, "Operation cannot be fulfilled on ");
+	emu_resource_qualified(t->res, &msg);
+	buf_addf(&msg, " \"%s\": ", t->name);
+	if (uid && *uid && !live)
+		buf_addf(&msg,
+			 "uid mismatch: the provided object specified uid %s, "
+			 "and no existing object was found",
+			 uid);
+	else if (uid && *uid && strcmp(uid, luid ? luid : ""))
+		buf_addf(&msg,
+			 "Precondition failed: UID in precondition: %s, UID in "
+			 "object meta: %s",
+			 uid, luid ? luid : "");
+	else if (rv && *rv && live && strcmp(rv, lrv ? lrv : ""))
+		buf_adds(&msg, "the object has been modified; please apply your "
+			       "changes to the latest version and try again");
+	else {
+		buf_release(&msg);
+		return 0;
+	}
+	*out = emu_status_new(409, "Conflict", msg.ptr, t->name, t->res->group,
+			      t->res->name);
+	buf_release(&msg);
+	return 409;
+}
+
 static int apply_once(struct emu_server *srv, const struct target *t,
-		      const json_t *applied, const char *mgr, bool force,
-		      bool dry, json_t **out, bool *raced)
+		      const json_t *applied, const json_t *body,
+		      const char *mgr, bool force, bool dry, json_t **out,
+		      bool *raced)
 {
 	struct diff_ssa_result r = {0};
 	struct err err = ERR_INIT;
@@ -1072,6 +1167,8 @@ static int apply_once(struct emu_server *srv, const struct target *t,
 		*out = live;
 		return code;
 	}
+	if ((code = apply_preconditions(t, body, live, out)))
+		goto out;
 	error = emu_managed_apply(&r, live, applied, t->res, mgr, force, &err);
 	if (error == ERR_INVALID) {
 		code = 400;
@@ -1520,7 +1617,8 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 	}
 	strip_server_owned(obj, t);
 	for (attempt = 0;; attempt++) {
-		code = apply_once(srv, t, obj, mgr, force, dry, &out, &raced);
+		code = apply_once(srv, t, obj, body, mgr, force, dry, &out,
+				  &raced);
 		if (!raced || attempt == 5)
 			break;
 		json_decref(out);
@@ -1880,7 +1978,7 @@ static void handle_resource(struct emu_server *srv,
 	struct emu_list_options lo = {0};
 	struct buf msg = BUF_INIT, av = BUF_INIT, mgr = BUF_INIT;
 	const char *m = req->method, *lim;
-	json_t *obj = NULL, *out = NULL, *cur;
+	json_t *obj = NULL, *out = NULL, *cur, *dups = json_array();
 	char *end;
 	int dry, code, fv = FV_WARN;
 
@@ -1930,10 +2028,10 @@ static void handle_resource(struct emu_server *srv,
 			}
 			emu_reply_json(resp, code, out);
 		} else if (!strcmp(m, "POST") && t->ns) {
-			if (!(obj = decode_body(req, t, resp)) ||
+			if (!(obj = decode_body(req, t, resp, dups)) ||
 			    check_identity(t, obj, av.ptr, t->res->kind,
 					   ID_WRITE, resp) < 0 ||
-			    decode_typed(req, t, obj, fv, resp) < 0)
+			    decode_typed(req, t, obj, dups, fv, resp) < 0)
 				goto out;
 			fill_identity(obj, av.ptr, t->res->kind);
 			code = emu_store_create(&srv->store, t->res,
@@ -1963,12 +2061,12 @@ static void handle_resource(struct emu_server *srv,
 		}
 		emu_reply_json(resp, code, out);
 	} else if (!strcmp(m, "PUT")) {
-		if (!(obj = decode_body(req, t, resp)))
+		if (!(obj = decode_body(req, t, resp, dups)))
 			goto out;
 		if (t->sub && !strcmp(t->sub, "scale")) {
 			if (check_identity(t, obj, "autoscaling/v1", "Scale",
 					   ID_WRITE, resp) < 0 ||
-			    decode_typed(req, t, obj, fv, resp) < 0)
+			    decode_typed(req, t, obj, dups, fv, resp) < 0)
 				goto out;
 			code = emu_store_get(&srv->store, t->res, t->ns,
 					     t->name, &cur);
@@ -2006,7 +2104,7 @@ static void handle_resource(struct emu_server *srv,
 		}
 		if (check_identity(t, obj, av.ptr, t->res->kind, ID_WRITE,
 				   resp) < 0 ||
-		    decode_typed(req, t, obj, fv, resp) < 0)
+		    decode_typed(req, t, obj, dups, fv, resp) < 0)
 			goto out;
 		fill_identity(obj, av.ptr, t->res->kind);
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
@@ -2028,6 +2126,7 @@ static void handle_resource(struct emu_server *srv,
 	}
 out:
 	json_decref(obj);
+	json_decref(dups);
 	emu_selector_release(&sel);
 	emu_field_selector_release(&fs);
 	buf_release(&msg);

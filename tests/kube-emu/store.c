@@ -1304,6 +1304,27 @@ static void purge(struct emu_store *st, size_t i)
 	free(ns);
 }
 
+/* The condition the CRD registry's deletion adds to its status. */
+static void crd_terminating(json_t *crd, const char *now)
+{
+	json_t *status = json_object_get(crd, "status"), *conds;
+
+	if (!json_is_object(status))
+		return;
+	conds = json_object_get(status, "conditions");
+	if (!json_is_array(conds)) {
+		conds = json_array();
+		json_object_set_new(status, "conditions", conds);
+	}
+	json_array_append_new(
+		conds, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
+				 "Terminating", "status", "True",
+				 "lastTransitionTime", now, "reason",
+				 "InstanceDeletionPending", "message",
+				 "CustomResourceDefinition marked for deletion; "
+				 "CustomResource deletion will begin soon"));
+}
+
 /* Does the deletion of an object of `res` answer the deleted object
  * (the registries' ReturnDeletedObject) rather than a Success Status? */
 static bool returns_deleted_object(const struct emu_resource *res)
@@ -1414,10 +1435,28 @@ int emu_store_delete_opts(struct emu_store *st, const struct emu_resource *res,
 			now_rfc3339(ts);
 			json_object_set_new(meta, "deletionTimestamp",
 					    json_string(ts));
-			if (!is_ns)
+			/*
+			 * rest.BeforeDelete: no grace period, a new
+			 * generation; namespaces and CRDs have deletions of
+			 * their own.
+			 */
+			if (!is_ns && !is_crd_res(res)) {
 				json_object_set_new(meta,
 						    "deletionGracePeriodSeconds",
 						    json_integer(0));
+				if (json_integer_value(
+					    json_object_get(meta, "generation")))
+					json_object_set_new(
+						meta, "generation",
+						json_integer(
+							json_integer_value(
+								json_object_get(
+									meta,
+									"generation")) +
+							1));
+			}
+			if (is_crd_res(res))
+				crd_terminating(marked, ts);
 		}
 		if (is_ns)
 			json_object_set_new(json_object_get(marked, "status"),
