@@ -1234,7 +1234,7 @@ static json_t *daemonset_status(const json_t *obj, bool fail)
 }
 
 /*
- * A finished Job, as the 1.32 job controller leaves it: the interim
+ * A finished Job, as the job controller (1.31 and later) leaves it: the interim
  * condition (SuccessCriteriaMet or FailureTarget) beside the terminal one.
  */
 static json_t *job_status(const json_t *obj, bool fail)

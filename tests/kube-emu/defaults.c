@@ -1,5 +1,5 @@
 /*
- * Defaulting, as kube-apiserver 1.32 does it when it decodes a write: the
+ * Defaulting, as kube-apiserver 1.36 does it when it decodes a write: the
  * SetDefaults_* functions of k8s.io/kubernetes/pkg/apis/{core,apps,batch,
  * autoscaling,networking,rbac}/v1, what the registries add on create
  * (Service cluster IPs and node ports, Job selectors, Secret stringData),
@@ -682,6 +682,19 @@ static void job_selector(json_t *job, json_t *spec)
 		json_object_set_new(ml, uid_keys[1], json_string(uid));
 }
 
+/* The Job's labels shared with its template's by job(): copied apart. */
+static void job_unshare(json_t *job)
+{
+	json_t *meta = json_object_get(job, "metadata");
+	json_t *spec = json_object_get(job, "spec");
+	json_t *tmeta = json_object_get(json_object_get(spec, "template"),
+					"metadata");
+	json_t *labels = json_object_get(meta, "labels");
+
+	if (labels && labels == json_object_get(tmeta, "labels"))
+		json_object_set_new(meta, "labels", json_deep_copy(labels));
+}
+
 static void job(struct dctx *c, json_t *obj, json_t *spec)
 {
 	json_t *meta = child(obj, "metadata"), *tl, *labels, *rule, *cond;
@@ -732,7 +745,15 @@ static void job(struct dctx *c, json_t *obj, json_t *spec)
 			json_object_get(json_object_get(spec, "template"),
 					"metadata"),
 			"labels");
-		json_object_set_new(meta, "labels", json_deep_copy(tl));
+		/*
+		 * On create the registry then adds the selector labels to
+		 * the template's map, so to both: one JSON object shared
+		 * until job_selector() has added them.
+		 */
+		if (c->old)
+			json_object_set_new(meta, "labels", json_deep_copy(tl));
+		else
+			json_object_set(meta, "labels", tl);
 	}
 	pod_template(c, json_object_get(spec, "template"));
 }
@@ -1317,7 +1338,7 @@ static void namespace_label(json_t *obj)
 /*
  * The status a built-in kind's Go type always serializes: a struct status
  * is never omitted (`status: {}`), and its counters without omitempty are
- * written even when 0. Kinds and fields as k8s.io/api 1.32 tags them.
+ * written even when 0. Kinds and fields as k8s.io/api 1.36 tags them.
  */
 struct zero_status {
 	const char *group;
@@ -1632,8 +1653,11 @@ json_t *emu_defaults_prepare(struct emu_store *st,
 		service_allocate(&c, json_object_get(obj, "spec"));
 	else if (!*g && !strcmp(k, "Pod") && !old)
 		return pod_prepare(st, obj);
-	else if (!strcmp(g, "batch") && !strcmp(k, "Job") && !old)
-		job_selector(obj, child(obj, "spec"));
+	else if (!strcmp(g, "batch") && !strcmp(k, "Job")) {
+		if (!old)
+			job_selector(obj, child(obj, "spec"));
+		job_unshare(obj);
+	}
 	else if (!strcmp(g, "apps") && !strcmp(k, "DaemonSet"))
 		daemonset_generation(obj, old);
 	else if (!strcmp(g, "apiregistration.k8s.io") && !old &&
@@ -1673,8 +1697,7 @@ json_t *emu_defaults_apply(struct emu_store *st, const struct emu_resource *res,
 		else if (!strcmp(k, "DaemonSet")) {
 			daemonset(&c, spec);
 			daemonset_generation_seen(obj);
-		}
-		else if (!strcmp(k, "ReplicaSet")) {
+		} else if (!strcmp(k, "ReplicaSet")) {
 			set_default(spec, "replicas", json_integer(1));
 			pod_template(&c, json_object_get(spec, "template"));
 		}

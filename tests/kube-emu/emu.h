@@ -25,8 +25,10 @@
 
 /* Version reported by /version. */
 #define EMU_KUBE_MAJOR	     "1"
-#define EMU_KUBE_MINOR	     "32"
-#define EMU_KUBE_GIT_VERSION "v1.32.0"
+#define EMU_KUBE_MINOR	     "36"
+#define EMU_KUBE_GIT_VERSION "v1.36.3"
+/* The oldest minor it is compatible with (--min-compatibility-version). */
+#define EMU_KUBE_MIN_COMPAT_MINOR "35"
 
 /* ---- resource table (resources.c) ---- */
 
@@ -507,7 +509,7 @@ void emu_managed_unregister_crd(const char *group, const char *kind);
 
 /*
  * The manager of a write: ?fieldManager=, else the User-Agent up to its
- * first '/' ("kubectl/v1.32.4 (linux/amd64)" -> "kubectl").
+ * first '/' ("kubectl/v1.36.3 (linux/amd64)" -> "kubectl").
  */
 void emu_manager_name(const char *field_manager, const char *user_agent,
 		      struct buf *out);
@@ -536,7 +538,7 @@ json_t *emu_strategic_merge_patch(const json_t *orig, const json_t *patch,
 /* ---- defaulting and validation (defaults.c, validate.c) ---- */
 
 /*
- * Set the defaults kube-apiserver 1.32 sets for `res` on `obj` (in
+ * Set the defaults kube-apiserver 1.36 sets for `res` on `obj` (in
  * place): workloads, pod templates, containers, probes, Services
  * (cluster IPs allocated from st->next_cluster_ip, kept from `old` on
  * update), Secrets (type, stringData folded into data), Namespaces'

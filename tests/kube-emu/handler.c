@@ -435,6 +435,30 @@ enum identity_mode {
 };
 
 /*
+ * An applied body's group, version and kind as schema.GroupVersionKind
+ * prints them ("apps/v1, Kind=Deployment", "/v1, Kind=ConfigMap"); an
+ * apiVersion that does not parse (two slashes) gives the empty one.
+ */
+static void apply_gvk(const char *av, const char *kind, struct buf *out)
+{
+	const char *slash = av ? strchr(av, '/') : NULL;
+
+	buf_adds(out, "invalid object type: ");
+	if (slash && strchr(slash + 1, '/'))
+		buf_adds(out, "/, Kind=");
+	else if (slash)
+		buf_addf(out, "%s, Kind=%s", av, kind ? kind : "");
+	else
+		buf_addf(out, "/%s, Kind=%s", av ? av : "", kind ? kind : "");
+}
+
+static bool same_gvk(const char *av, const char *kind, const char *want_av,
+		     const char *want_kind)
+{
+	return av && kind && !strcmp(av, want_av) && !strcmp(kind, want_kind);
+}
+
+/*
  * Check the body's apiVersion/kind against the URL, and its namespace
  * and name, as the decoder and the handlers refuse them. 0 when fine;
  * otherwise fills resp and returns -1.
@@ -454,10 +478,9 @@ static int check_identity(const struct target *t, const json_t *obj,
 	struct buf msg = BUF_INIT;
 	int error = -1;
 
-	if (mode == ID_APPLY && (!kind || !*kind)) {
-		buf_addf(&msg, "invalid object type: %s%s, Kind=%s",
-			 av && strchr(av, '/') ? "" : "/", av ? av : "",
-			 kind ? kind : "");
+	if (mode == ID_APPLY && !same_gvk(av, kind, want_av, want_kind)) {
+		/* the field manager's version check, before anything else */
+		apply_gvk(av, kind, &msg);
 	} else if (custom && meta && !json_is_object(meta)) {
 		buf_adds(&msg, "metadata must be an object");
 	} else if (custom && (!kind || !*kind)) {

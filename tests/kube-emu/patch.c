@@ -1,5 +1,5 @@
 /*
- * JSON patch (RFC 6902) and strategic merge patch, as kube-apiserver 1.32
+ * JSON patch (RFC 6902) and strategic merge patch, as kube-apiserver 1.36
  * applies them.
  *
  * The JSON patch follows gopkg.in/evanphx/json-patch.v4, the library the
@@ -614,7 +614,7 @@ struct smp_field {
 };
 
 /*
- * patchStrategy/patchMergeKey tags of k8s.io/api 1.32 on the paths the
+ * patchStrategy/patchMergeKey tags of k8s.io/api 1.36 on the paths the
  * emulator's built-in kinds have. These are not always the server-side
  * apply keys (container ports merge by containerPort alone). Lists not
  * listed here are replaced by a patch (tolerations, args, command, ...).

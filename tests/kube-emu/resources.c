@@ -16,7 +16,7 @@
 #define ALL EMU_RES_CAT_ALL
 
 /*
- * As kube-apiserver 1.32 registers them. Generation is kept only by the
+ * As kube-apiserver 1.36 registers them. Generation is kept only by the
  * kinds whose registry strategy sets it (not ConfigMaps, Secrets, ...).
  * DaemonSets have no /scale in Kubernetes, so none here either.
  */
@@ -101,12 +101,18 @@ void emu_resource_api_version(const struct emu_resource *res, struct buf *out)
 
 json_t *emu_discovery_version(void)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+	/* The emulated version is the binary's (no --emulated-version). */
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
+			 "s:s, s:s, s:s}",
 			 "major", EMU_KUBE_MAJOR, "minor", EMU_KUBE_MINOR,
-			 "gitVersion", EMU_KUBE_GIT_VERSION, "gitCommit",
+			 "emulationMajor", EMU_KUBE_MAJOR, "emulationMinor",
+			 EMU_KUBE_MINOR, "minCompatibilityMajor",
+			 EMU_KUBE_MAJOR, "minCompatibilityMinor",
+			 EMU_KUBE_MIN_COMPAT_MINOR, "gitVersion",
+			 EMU_KUBE_GIT_VERSION, "gitCommit",
 			 "0000000000000000000000000000000000000000",
 			 "gitTreeState", "clean", "buildDate",
-			 "2024-12-11T00:00:00Z", "goVersion", "go1.23.4",
+			 "2026-01-01T00:00:00Z", "goVersion", "go1.26.8",
 			 "compiler", "gc", "platform", "linux/amd64");
 }
 

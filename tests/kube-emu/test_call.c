@@ -44,7 +44,7 @@ void emu_test_request(struct emu_server *srv, const char *method,
 	req.authorization =
 		opts->authorization ? opts->authorization : "Bearer T";
 	req.user_agent = opts->user_agent ? opts->user_agent
-					  : "kubectl/v1.32.4 (linux/amd64)";
+					  : "kubectl/v1.36.3 (linux/amd64)";
 	req.accept = opts->accept;
 	req.body_too_large = opts->body_too_large;
 	emu_handle(srv, &req, resp);

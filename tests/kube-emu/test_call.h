@@ -12,7 +12,7 @@
 
 /* What a test may set beyond method, URL, content type and body. */
 struct emu_test_options {
-	const char *user_agent;	   /* NULL: kubectl 1.32's */
+	const char *user_agent;	   /* NULL: kubectl 1.36's */
 	const char *authorization; /* NULL: "Bearer T" */
 	const char *accept;	   /* NULL: none */
 	bool body_too_large;

@@ -123,6 +123,12 @@ Test(crd, established_and_discovered)
 				   CRD_URL "?fieldManager=kubectl", JSON_CT,
 				   widget_crd, &out),
 		     201);
+	/* The create is answered before the controllers write the status. */
+	cr_assert_null(condition(out, "NamesAccepted"));
+	json_decref(out);
+	cr_assert_eq(emu_test_call(&srv, "GET", CRD_URL "/widgets.example.com",
+				   NULL, NULL, &out),
+		     200);
 	c = condition(out, "NamesAccepted");
 	cr_assert_not_null(c);
 	cr_assert_str_eq(str_at(c, "status", NULL), "True");
@@ -317,7 +323,14 @@ Test(crd, delete_removes_objects_and_resources)
 				   CRD_URL "/widgets.example.com", NULL, NULL,
 				   &out),
 		     200);
-	cr_assert_str_eq(str_at(out, "status", NULL), "Success");
+	/*
+	 * The finalizer keeps it, Terminating, until the objects are gone:
+	 * the answer is the CRD marked for deletion.
+	 */
+	cr_assert_str_eq(str_at(out, "kind", NULL), "CustomResourceDefinition");
+	cr_assert_not_null(str_at(out, "metadata", "deletionTimestamp"));
+	cr_assert_str_eq(str_at(condition(out, "Terminating"), "status", NULL),
+			 "True");
 	json_decref(out);
 	while (emu_watch_next(w, &events, 0) > 0)
 		;
@@ -424,6 +437,10 @@ Test(crd, name_conflict_not_accepted)
 	body = json_dumps(other, JSON_COMPACT);
 	cr_assert_eq(emu_test_call(&srv, "POST", CRD_URL, JSON_CT, body, &out),
 		     201);
+	json_decref(out);
+	cr_assert_eq(emu_test_call(&srv, "GET", CRD_URL "/gadgets.example.com",
+				   NULL, NULL, &out),
+		     200);
 	c = condition(out, "NamesAccepted");
 	cr_assert_str_eq(str_at(c, "status", NULL), "False");
 	cr_assert_str_eq(str_at(c, "reason", NULL), "KindConflict");

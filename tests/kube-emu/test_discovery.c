@@ -14,7 +14,7 @@
 	"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 #define AGG_V2BETA1 \
 	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
-/* What kubectl 1.32 sends. */
+/* What kubectl 1.36 sends (client-go without peer discovery). */
 #define KUBECTL_ACCEPT AGG_V2 "," AGG_V2BETA1 ",application/json"
 
 static const char widget_crd[] =
@@ -52,7 +52,7 @@ static int call(struct emu_server *srv, const char *method, const char *path,
 	req.content_type = body ? "application/json" : NULL;
 	req.body = body;
 	req.body_len = body ? strlen(body) : 0;
-	req.user_agent = "kubectl/v1.32.4 (linux/amd64)";
+	req.user_agent = "kubectl/v1.36.3 (linux/amd64)";
 	emu_handle(srv, &req, &resp);
 	*out = json_loads(buf_cstr(&resp.body), 0, NULL);
 	if (ct)

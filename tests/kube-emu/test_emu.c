@@ -430,8 +430,9 @@ Test(handler, routes_and_errors)
 			  &out),
 		     400);
 	expect_status(out, 400, "BadRequest",
-		      "the kind in the data (Secret) does not match the "
-		      "expected kind (ConfigMap)");
+		      "Secret in version \"v1\" cannot be handled as a "
+		      "ConfigMap: converting (v1.Secret) to (core.ConfigMap): "
+		      "unknown conversion");
 	cr_assert_eq(call(&srv, "POST", cmp, "application/json",
 			  "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
 			  "\"metadata\":{\"name\":\"x\",\"namespace\":\"o\"}}",
@@ -695,8 +696,7 @@ Test(apply, create_reapply_share_conflict)
 			  "{\"apiVersion\":\"v1\",\"kind\":\"Secret\"}", &out),
 		     400);
 	expect_status(out, 400, "BadRequest",
-		      "the kind in the data (Secret) does not match the "
-		      "expected kind (ConfigMap)");
+		      "invalid object type: /v1, Kind=Secret");
 	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
 			  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
 			  "  name: other\n",
@@ -713,16 +713,32 @@ Test(apply, create_reapply_share_conflict)
 	cr_assert_eq(call(&srv, "GET", CM_URL, NULL, NULL, &out), 404);
 	json_decref(out);
 
-	/* Create (YAML body); server-owned fields in the body are ignored. */
+	/* A uid in the body is a precondition: nothing has it. */
 	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
 			  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
-			  "  name: cfg\n  uid: forged\n"
-			  "  resourceVersion: \"999\"\ndata:\n  a: \"1\"\n",
+			  "  name: cfg\n  uid: forged\ndata:\n  a: \"1\"\n",
+			  &out),
+		     409);
+	expect_status(out, 409, "Conflict",
+		      "Operation cannot be fulfilled on configmaps \"cfg\": "
+		      "uid mismatch: the provided object specified uid forged, "
+		      "and no existing object was found");
+	json_decref(out);
+
+	/*
+	 * Create (YAML body); the resourceVersion and creationTimestamp
+	 * in the body are ignored on create.
+	 */
+	cr_assert_eq(call(&srv, "PATCH", CM_URL "?fieldManager=syncd", APPLY_CT,
+			  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+			  "  name: cfg\n  resourceVersion: \"999\"\n"
+			  "  creationTimestamp: \"2020-01-01T00:00:00Z\"\n"
+			  "data:\n  a: \"1\"\n",
 			  &out),
 		     201);
-	cr_assert_str_neq(json_string_value(json_object_get(
-				  json_object_get(out, "metadata"), "uid")),
-			  "forged");
+	cr_assert_str_neq(rv_of(out), "999");
+	cr_assert_str_neq(str_at(out, "metadata", "creationTimestamp"),
+			  "2020-01-01T00:00:00Z");
 	e = json_array_get(json_object_get(json_object_get(out, "metadata"),
 					   "managedFields"),
 			   0);

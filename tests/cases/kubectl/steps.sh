@@ -15,6 +15,7 @@
 #                          (written to OUT as the other steps, spaces
 #                          squeezed)
 #   kstep_normalise        the filter (stdin to stdout)
+#   kstep_title DIR STEP   the step's first arguments, for a test line
 #
 # A step folder holds:
 #   args      kubectl's arguments, one per line (no shell involved)
@@ -88,4 +89,12 @@ kstep_watch() {
 	wait "$wpid" 2>/dev/null
 	{ kstep_normalise <"$out.raw" | sed -E 's/ +/ /g'; echo "exit 0"; } >"$out"
 	rm -f "$out.raw"
+}
+
+kstep_title() {
+	if [ -f "$1/$2/args" ]; then
+		head -n 3 "$1/$2/args" | tr '\n' ' ' | sed 's/ $//'
+	else
+		echo "get configmaps -n conf --watch"
+	fi
 }
