@@ -22,6 +22,7 @@ struct crd_res {
 	const char *list_kind;
 	json_t *categories; /* array of strings, owned */
 	json_t *schema;	    /* openAPIV3Schema, owned, or NULL */
+	struct emu_crd_scale scale; /* interned paths; NULL: no /scale */
 	bool gone;
 };
 
@@ -209,6 +210,12 @@ static int fill_slot(struct crd_res *c, const char *crd_name, const json_t *crd,
 		json_is_array(cats) ? json_deep_copy(cats) : json_array();
 	json_decref(c->schema);
 	c->schema = schema ? json_deep_copy(schema) : NULL;
+	c->scale.spec_replicas = intern(
+		str_at(json_object_get(subs, "scale"), "specReplicasPath", NULL));
+	c->scale.status_replicas = intern(str_at(
+		json_object_get(subs, "scale"), "statusReplicasPath", NULL));
+	c->scale.label_selector = intern(str_at(
+		json_object_get(subs, "scale"), "labelSelectorPath", NULL));
 	if (!c->res.group || !c->res.version || !c->res.name || !c->res.kind ||
 	    !c->res.singular || !c->crd || (shorts.len && !c->res.short_names))
 		ret = -1;
@@ -726,7 +733,10 @@ static void prune_object(json_t *obj, const json_t *schema, struct buf *path,
 	const json_t *ap = json_object_get(schema, "additionalProperties");
 	bool keep = json_is_true(json_object_get(
 			    schema, "x-kubernetes-preserve-unknown-fields")) ||
-		    json_is_true(ap) || json_is_object(ap);
+		    json_is_true(ap);
+	/* the resource's root and embedded resources keep their meta */
+	bool embedded = root || json_is_true(json_object_get(
+					schema, "x-kubernetes-embedded-resource"));
 	size_t plen = path->len;
 	const json_t *ps;
 	const char *k;
@@ -735,8 +745,8 @@ static void prune_object(json_t *obj, const json_t *schema, struct buf *path,
 
 	json_object_foreach_safe(obj, tmp, k, v)
 	{
-		if (root && (!strcmp(k, "apiVersion") || !strcmp(k, "kind") ||
-			     !strcmp(k, "metadata")))
+		if (embedded && (!strcmp(k, "apiVersion") ||
+				 !strcmp(k, "kind") || !strcmp(k, "metadata")))
 			continue;
 		buf_addf(path, "%s%s", plen ? "." : "", k);
 		ps = json_object_get(props, k);
@@ -761,6 +771,11 @@ static void prune_object(json_t *obj, const json_t *schema, struct buf *path,
 	}
 }
 
+/*
+ * As structural pruning walks: an object under a schema without
+ * properties loses every field (unless the schema preserves unknown
+ * fields), an array's items go under its items schema.
+ */
 static void prune_node(json_t *v, const json_t *schema, struct buf *path,
 		       json_t *unknown, unsigned depth)
 {
@@ -770,11 +785,9 @@ static void prune_node(json_t *v, const json_t *schema, struct buf *path,
 
 	if (depth > 64)
 		return;
-	if (json_is_object(v) && (json_object_get(schema, "properties") ||
-				  json_object_get(schema,
-						  "additionalProperties"))) {
+	if (json_is_object(v)) {
 		prune_object(v, schema, path, unknown, depth, false);
-	} else if (json_is_array(v) && json_is_object(items)) {
+	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, e)
 		{
 			buf_addf(path, "[%zu]", i);
@@ -782,6 +795,25 @@ static void prune_node(json_t *v, const json_t *schema, struct buf *path,
 			buf_truncate(path, plen);
 		}
 	}
+}
+
+json_t *emu_crd_schema(const struct emu_resource *res,
+		       struct emu_crd_scale *scale)
+{
+	const struct crd_res *c = (const struct crd_res *)res;
+	json_t *schema = NULL;
+
+	if (scale)
+		memset(scale, 0, sizeof(*scale));
+	if (!emu_resource_is_custom(res))
+		return NULL;
+	pthread_rwlock_rdlock(&crd_lock);
+	/* a schema is replaced, never changed: the reference stays good */
+	schema = json_incref(c->schema);
+	if (scale)
+		*scale = c->scale;
+	pthread_rwlock_unlock(&crd_lock);
+	return schema;
 }
 
 void emu_crd_prune(const struct emu_resource *res, json_t *obj,

@@ -161,7 +161,52 @@ void emu_crd_prune(const struct emu_resource *res, json_t *obj,
 /* Is `res` one of the resources (any version) of `crd`? */
 bool emu_crd_serves(const json_t *crd, const struct emu_resource *res);
 
-/* ---- names (validate.c) ---- */
+/* The scale subresource of a custom resource: its CRD's JSON paths. */
+struct emu_crd_scale {
+	const char *spec_replicas;   /* ".spec.replicas"; NULL: no scale */
+	const char *status_replicas; /* ".status.replicas" */
+	const char *label_selector;  /* ".status.selector", or NULL */
+};
+
+/*
+ * The openAPIV3Schema of custom resource `res` (a new reference, or NULL
+ * without one) and, when `scale` is not NULL, its scale paths (NULL
+ * without a scale subresource). For other resources: NULL, no scale.
+ */
+json_t *emu_crd_schema(const struct emu_resource *res,
+		       struct emu_crd_scale *scale);
+
+/* ---- custom resource validation (crvalid.c) ---- */
+
+/*
+ * Append to `causes` ({"reason", "field", "message"} each) what the
+ * validation of custom resource `obj` against its CRD finds: the schema,
+ * the scale paths, the list types; `old` is the stored object on update
+ * (what it did not change is not checked again), NULL on create; with
+ * `status` only what a /status write checks.
+ */
+void emu_crd_validate(const struct emu_resource *res, const json_t *obj,
+		      const json_t *old, bool status, json_t *causes);
+
+/* The value at a CRD JSON path (".spec.replicas") of obj, or NULL. */
+const json_t *emu_crd_path_get(const json_t *obj, const char *path);
+
+/*
+ * Set the value at a CRD JSON path, making the objects on the way; the
+ * reference to `value` is stolen. 0, or -1 (a non-object on the way).
+ */
+int emu_crd_path_set(json_t *obj, const char *path, json_t *value);
+
+/* ---- names and values (validate.c) ---- */
+
+/* Go's %q of a string (strconv.Quote, printable UTF-8 kept). */
+void emu_go_quote(struct buf *out, const char *s);
+
+/* Go's %v of a float64 (the shortest digits, %e from 1e6 and below 1e-4). */
+void emu_go_float(struct buf *out, double d);
+
+/* A value as a field.Error prints it: strings quoted, objects as JSON. */
+void emu_field_value(struct buf *out, const json_t *v);
 
 /*
  * Check `name` against `rule`. 0 when valid; otherwise -1 and the text
@@ -568,11 +613,13 @@ json_t *emu_defaults_prepare(struct emu_store *st,
 /*
  * Validate the values of `obj` as kube-apiserver does for the fields
  * tests touch (metadata labels and annotations, ConfigMap and Secret
- * data, workload selectors and replicas, containers, ports). Returns
- * NULL, or a new 422 Invalid Status listing every cause.
+ * data, workload selectors and replicas, containers, ports; a custom
+ * resource's kind and its CRD's schema). `old` is the stored object on
+ * update, `sub` the subresource written (NULL, "status", "scale").
+ * Returns NULL, or a new 422 Invalid Status listing every cause.
  */
 json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
-			    const json_t *old);
+			    const json_t *old, const char *sub);
 
 /* ---- other actors (actors.c) ---- */
 

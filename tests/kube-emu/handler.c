@@ -463,7 +463,8 @@ static bool same_gvk(const char *av, const char *kind, const char *want_av,
  * and name, as the decoder and the handlers refuse them. 0 when fine;
  * otherwise fills resp and returns -1.
  */
-static int check_identity(const struct target *t, const json_t *obj,
+static int check_identity(const struct emu_request *req,
+			  const struct target *t, const json_t *obj,
 			  const char *want_av, const char *want_kind,
 			  enum identity_mode mode, struct emu_response *resp)
 {
@@ -475,7 +476,10 @@ static int check_identity(const struct target *t, const json_t *obj,
 	const char *slash = strchr(want_av, '/');
 	const char *version = slash ? slash + 1 : want_av;
 	bool custom = emu_resource_is_custom(t->res);
+	/* the unstructured decoder of a custom resource's own writes */
+	bool cr = custom && (!t->sub || strcmp(t->sub, "scale"));
 	struct buf msg = BUF_INIT;
+	char *text;
 	int error = -1;
 
 	if (mode == ID_APPLY && !same_gvk(av, kind, want_av, want_kind)) {
@@ -483,16 +487,33 @@ static int check_identity(const struct target *t, const json_t *obj,
 		apply_gvk(av, kind, &msg);
 	} else if (custom && meta && !json_is_object(meta)) {
 		buf_adds(&msg, "metadata must be an object");
-	} else if (custom && (!kind || !*kind)) {
+	} else if (cr && (!kind || !*kind)) {
+		/* runtime.missingKindErr quotes the data it decoded */
+		buf_addf(&msg,
+			 "the object provided is unrecognized (must be of "
+			 "type %s): Object 'Kind' is missing in '",
+			 want_kind);
+		if (req->body_len && req->body[0] == '{') {
+			buf_add(&msg, req->body, req->body_len);
+		} else {
+			text = json_dumps(obj, JSON_COMPACT);
+			buf_adds(&msg, text ? text : "");
+			free(text);
+		}
+		buf_adds(&msg, "' (");
+		summarize(req, &msg);
+		buf_addch(&msg, ')');
+	} else if (custom && !cr && (!kind || !*kind)) {
 		buf_adds(&msg, "Object 'Kind' is missing in the request body");
-	} else if (custom && (!av || !*av)) {
+	} else if (custom && !cr && (!av || !*av)) {
 		buf_adds(&msg, "Object 'apiVersion' is missing in the "
 			       "request body");
-	} else if (av && *av && strcmp(av, want_av)) {
+	} else if ((av && *av && strcmp(av, want_av)) ||
+		   (cr && (!av || !*av))) {
 		buf_addf(&msg,
 			 "the API version in the data (%s) does not "
 			 "match the expected API version (%s)",
-			 av, want_av);
+			 av ? av : "", want_av);
 	} else if (kind && *kind && strcmp(kind, want_kind) && !custom) {
 		if (known_kind(want_av, kind))
 			buf_addf(&msg,
@@ -511,7 +532,9 @@ static int check_identity(const struct target *t, const json_t *obj,
 				 "%s: no kind \"%s\" is registered for version "
 				 "\"%s\" in scheme \"pkg/runtime/scheme.go:111\"",
 				 kind, version, want_kind, kind, want_av);
-	} else if (kind && *kind && strcmp(kind, want_kind)) {
+	} else if (kind && *kind && strcmp(kind, want_kind) && !cr) {
+		/* (a custom resource's decoder takes another kind; its
+		 * validation refuses it) */
 		buf_addf(&msg,
 			 "the kind in the data (%s) does not match the "
 			 "expected kind (%s)",
@@ -539,6 +562,71 @@ static int check_identity(const struct target *t, const json_t *obj,
 static void reply_bad_option(struct emu_response *resp,
 			     const struct emu_request *req, const char *field,
 			     const char *reason, const char *why);
+
+/*
+ * Is `body` a PUT the registry refuses for want of a resourceVersion:
+ * the kinds whose strategy does not allow unconditional updates (custom
+ * resources, CRDs, Leases, PodDisruptionBudgets) must name the version
+ * they replace.
+ */
+static bool lacks_needed_rv(const struct target *t, const json_t *body)
+{
+	const char *g = t->res->group, *k = t->res->kind;
+	const char *rv = json_string_value(json_object_get(
+		json_object_get(body, "metadata"), "resourceVersion"));
+
+	if (rv && *rv)
+		return false;
+	return emu_resource_is_custom(t->res) ||
+	       !strcmp(g, "apiextensions.k8s.io") ||
+	       (!strcmp(g, "coordination.k8s.io") && !strcmp(k, "Lease")) ||
+	       (!strcmp(g, "policy") && !strcmp(k, "PodDisruptionBudget"));
+}
+
+/* The registry's 422 for lacks_needed_rv(), its kind the resource's. */
+static void reply_rv_needed(const struct target *t, struct emu_response *resp)
+{
+	static const char body_msg[] =
+		"Invalid value: 0: must be specified for an update";
+	struct buf msg = BUF_INIT;
+	json_t *st;
+
+	emu_resource_qualified(t->res, &msg);
+	buf_addf(&msg, " \"%s\" is invalid: metadata.resourceVersion: %s",
+		 t->name, body_msg);
+	st = emu_status_new(422, "Invalid", msg.ptr, t->name, t->res->group,
+			    t->res->name);
+	if (st)
+		json_object_set_new(
+			json_object_get(st, "details"), "causes",
+			json_pack("[{s:s, s:s, s:s}]", "reason",
+				  "FieldValueInvalid", "message", body_msg,
+				  "field", "metadata.resourceVersion"));
+	emu_reply_json(resp, 422, st);
+	buf_release(&msg);
+}
+
+/* Set a Scale's replicas on its object: spec.replicas, or the CRD's path. */
+static void set_scale_replicas(const struct target *t, json_t *obj,
+			       const json_t *scale)
+{
+	json_t *v = json_object_get(json_object_get(scale, "spec"), "replicas");
+	struct emu_crd_scale cs;
+	json_t *spec;
+
+	json_decref(emu_crd_schema(t->res, &cs));
+	if (cs.spec_replicas) {
+		emu_crd_path_set(obj, cs.spec_replicas,
+				 v ? json_incref(v) : json_integer(0));
+		return;
+	}
+	spec = json_object_get(obj, "spec");
+	if (!json_is_object(spec)) {
+		spec = json_object();
+		json_object_set_new(obj, "spec", spec);
+	}
+	json_object_set(spec, "replicas", v);
+}
 
 /* dryRun: absent, or "All". 1 dry, 0 not, -1 bad (resp filled). */
 static int dry_run(const struct emu_request *req, struct emu_response *resp)
@@ -668,6 +756,42 @@ static int target_type(const struct target *t)
 	return emu_type_root(t->res->group, t->res->version, t->res->kind);
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(json_string_value(*(json_t *const *)a),
+		      json_string_value(*(json_t *const *)b));
+}
+
+/*
+ * A custom resource pruned by its structural schema: the unknown field
+ * paths it had, sorted (as the pruning returns them). Caller owns it.
+ */
+static json_t *prune_custom(const struct target *t, json_t *obj)
+{
+	json_t *unknown = json_array(), *sorted = json_array(), *u;
+	json_t **items = NULL;
+	size_t i, n;
+
+	if (!unknown || !sorted)
+		goto out;
+	emu_crd_prune(t->res, obj, unknown);
+	n = json_array_size(unknown);
+	if (n && !(items = malloc(n * sizeof(*items))))
+		goto out;
+	json_array_foreach(unknown, i, u)
+	{
+		items[i] = u;
+	}
+	if (n)
+		qsort(items, n, sizeof(*items), str_cmp);
+	for (i = 0; i < n; i++)
+		json_array_append(sorted, items[i]);
+out:
+	free(items);
+	json_decref(unknown);
+	return sorted;
+}
+
 /*
  * Decode a create or update body as the server reads it into its Go type
  * (types.h): unknown fields are dropped, each with a warning under
@@ -691,12 +815,44 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 	if (!unknown)
 		goto out;
 	if (root < 0) {
-		/* a custom resource: its structural schema prunes */
-		emu_crd_prune(t->res, obj, unknown);
+		/*
+		 * A custom resource: its structural schema prunes; the
+		 * decoder's own errors (repeated fields) come first.
+		 */
+		json_decref(unknown);
+		unknown = prune_custom(t, obj);
+		if (fv == FV_STRICT &&
+		    (json_array_size(unknown) || json_array_size(dups))) {
+			buf_addf(&msg,
+				 "%s in version \"%s\" cannot be handled as "
+				 "a %s: strict decoding error: ",
+				 kind, t->res->version, kind);
+			json_array_foreach((json_t *)dups, i, u)
+			{
+				buf_addf(&msg, "%sduplicate field \"%s\"",
+					 i ? ", " : "", json_string_value(u));
+			}
+			json_array_foreach(unknown, i, u)
+			{
+				buf_addf(&msg, "%sunknown field \"%s\"",
+					 i || json_array_size(dups) ? ", " : "",
+					 json_string_value(u));
+			}
+			emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+			ret = -1;
+			goto out;
+		}
+		if (fv != FV_WARN)
+			goto out;
+		json_array_foreach((json_t *)dups, i, u)
+		{
+			buf_reset(&msg);
+			buf_addf(&msg, "duplicate field \"%s\"",
+				 json_string_value(u));
+			emu_response_warn(resp, msg.ptr);
+		}
 		json_array_foreach(unknown, i, u)
 		{
-			if (fv != FV_WARN)
-				break;
 			buf_reset(&msg);
 			buf_addf(&msg, "unknown field \"%s\"",
 				 json_string_value(u));
@@ -758,7 +914,29 @@ out:
 }
 
 /* The Scale view of an object. Caller owns the result. */
-static json_t *scale_of(const json_t *obj)
+/* The Scale of a custom resource, read at its CRD's paths. */
+static json_t *custom_scale_of(const struct emu_crd_scale *cs,
+			       const json_t *obj, json_t *meta)
+{
+	const json_t *sel = cs->label_selector ? emu_crd_path_get(
+							 obj, cs->label_selector)
+					       : NULL;
+	json_t *scale = json_pack(
+		"{s:s, s:s, s:o, s:{s:I}, s:{s:I}}", "kind", "Scale",
+		"apiVersion", "autoscaling/v1", "metadata", meta, "spec",
+		"replicas",
+		json_integer_value(emu_crd_path_get(obj, cs->spec_replicas)),
+		"status", "replicas",
+		json_integer_value(emu_crd_path_get(obj, cs->status_replicas)));
+
+	/* ScaleStatus.selector is omitempty */
+	if (scale && json_string_value(sel) && *json_string_value(sel))
+		json_object_set(json_object_get(scale, "status"), "selector",
+				(json_t *)sel);
+	return scale;
+}
+
+static json_t *scale_of(const struct emu_resource *res, const json_t *obj)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const json_t *ml = json_object_get(
@@ -777,6 +955,7 @@ static json_t *scale_of(const json_t *obj)
 					   "creationTimestamp",
 					   NULL};
 	const char *const *key;
+	struct emu_crd_scale cs;
 
 	json_object_foreach((json_t *)ml, k, v)
 	{
@@ -787,6 +966,11 @@ static json_t *scale_of(const json_t *obj)
 	for (key = keys; *key; key++)
 		if (json_object_get(meta, *key))
 			json_object_set(m, *key, json_object_get(meta, *key));
+	json_decref(emu_crd_schema(res, &cs));
+	if (cs.spec_replicas) {
+		buf_release(&sel);
+		return custom_scale_of(&cs, obj, m);
+	}
 	scale = json_pack(
 		"{s:s, s:s, s:o, s:{s:I}, s:{s:I, s:s}}", "kind", "Scale",
 		"apiVersion", "autoscaling/v1", "metadata", m, "spec",
@@ -933,8 +1117,19 @@ static int decode_patched(const struct target *t, json_t *doc, int fv,
 
 	if (!unknown)
 		goto out;
+	copy = json_deep_copy(doc);
 	if (root < 0) {
-		emu_crd_prune(t->res, doc, unknown);
+		json_decref(unknown);
+		unknown = prune_custom(t, doc);
+		if (fv == FV_STRICT && json_array_size(unknown)) {
+			buf_adds(&why, "strict decoding error: ");
+			json_array_foreach(unknown, i, u)
+			{
+				buf_addf(&why, "%sunknown field \"%s\"",
+					 i ? ", " : "", json_string_value(u));
+			}
+			goto invalid;
+		}
 		json_array_foreach(unknown, i, u)
 		{
 			if (fv != FV_WARN)
@@ -946,7 +1141,6 @@ static int decode_patched(const struct target *t, json_t *doc, int fv,
 		}
 		goto out;
 	}
-	copy = json_deep_copy(doc);
 	if (emu_types_decode(doc, root, unknown, &why) == 0) {
 		if (fv == FV_STRICT && json_array_size(unknown)) {
 			buf_adds(&why, "strict decoding error: ");
@@ -971,6 +1165,7 @@ static int decode_patched(const struct target *t, json_t *doc, int fv,
 			goto out;
 		}
 	}
+invalid:
 	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
 	buf_adds(&cause, "Invalid value: \"");
 	for (i = 0; text && text[i]; i++) {
@@ -1029,7 +1224,7 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 		      const char *mgr, bool dry, int fv,
 		      struct emu_response *resp, json_t **out)
 {
-	json_t *live = NULL, *patched = NULL, *spec, *s;
+	json_t *live = NULL, *patched = NULL, *s;
 	int code;
 
 	code = emu_store_get(&srv->store, t->res, t->ns, t->name, &live);
@@ -1039,20 +1234,12 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 	}
 	if (t->sub && !strcmp(t->sub, "scale")) {
 		/* The patch is of the Scale; its spec.replicas is taken. */
-		patched = run_patch(scale_of(live), type, patch, t->res, &code,
+		patched = run_patch(scale_of(t->res, live), type, patch, t->res, &code,
 				    out);
 		if (!patched || (code = decode_patched(t, patched, fv, resp,
 						       out)))
 			goto out;
-		spec = json_object_get(live, "spec");
-		if (!json_is_object(spec)) {
-			spec = json_object();
-			json_object_set_new(live, "spec", spec);
-		}
-		json_object_set(
-			spec, "replicas",
-			json_object_get(json_object_get(patched, "spec"),
-					"replicas"));
+		set_scale_replicas(t, live, patched);
 		/* a resourceVersion the patch sets is a precondition */
 		s = json_object_get(json_object_get(patched, "metadata"),
 				    "resourceVersion");
@@ -1062,7 +1249,7 @@ static int patch_once(struct emu_server *srv, const struct target *t,
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
 					"scale", mgr, live, dry, out);
 		if (code == 200) {
-			s = scale_of(*out);
+			s = scale_of(t->res, *out);
 			json_decref(*out);
 			*out = s;
 		}
@@ -1219,10 +1406,13 @@ static int apply_once(struct emu_server *srv, const struct target *t,
 		code = 200;
 		*out = json_incref(live);
 	} else if (!live) {
+		/* a custom resource's defaults, as its decoder sets them */
+		emu_crd_prune(t->res, r.object, NULL);
 		code = emu_store_create(&srv->store, t->res, t->ns, r.object,
 					NULL, dry, out);
 		*raced = code == 409;
 	} else {
+		emu_crd_prune(t->res, r.object, NULL);
 		/*
 		 * r.object carries live's resourceVersion: a write since our
 		 * read is a 409, and the apply runs again on the new object.
@@ -1374,7 +1564,7 @@ static json_t *sub_applied(const struct emu_request *req,
 	if (!(body = decode_apply(req, resp)))
 		goto out;
 	emu_resource_api_version(t->res, &av);
-	if (check_identity(t, body, scale ? "autoscaling/v1" : av.ptr,
+	if (check_identity(req, t, body, scale ? "autoscaling/v1" : av.ptr,
 			   scale ? "Scale" : t->res->kind, ID_APPLY, resp) < 0)
 		goto out;
 	applied = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", av.ptr, "kind",
@@ -1539,7 +1729,7 @@ static void handle_apply_sub(struct emu_server *srv,
 		out = NULL;
 	}
 	if (code == 200 && !strcmp(t->sub, "scale")) {
-		s = scale_of(out);
+		s = scale_of(t->res, out);
 		json_decref(out);
 		out = s;
 	}
@@ -1560,13 +1750,27 @@ static int apply_typed(const struct target *t, const json_t *body,
 	json_t *copy, *unknown = json_array();
 	const char *ns, *name;
 	struct buf msg = BUF_INIT, why = BUF_INIT;
+	size_t i;
 	int ret = 0;
 
-	if (root < 0 || !unknown || !(copy = json_deep_copy(body))) {
+	if ((root < 0 && !emu_resource_is_custom(t->res)) || !unknown ||
+	    !(copy = json_deep_copy(body))) {
 		json_decref(unknown);
 		return 0;
 	}
-	emu_types_decode(copy, root, unknown, &why);
+	if (root < 0) {
+		/* a custom resource: what its structural schema lacks */
+		json_decref(unknown);
+		unknown = prune_custom(t, copy);
+		for (i = 0; i < json_array_size(unknown); i++)
+			json_array_set_new(
+				unknown, i,
+				json_pack("{s:s+}", "typed", ".",
+					  json_string_value(
+						  json_array_get(unknown, i))));
+	} else {
+		emu_types_decode(copy, root, unknown, &why);
+	}
 	if (json_array_size(unknown)) {
 		ns = json_string_value(json_object_get(
 			json_object_get(body, "metadata"), "namespace"));
@@ -1630,7 +1834,7 @@ static void handle_apply(struct emu_server *srv, const struct emu_request *req,
 	if (!(body = decode_apply(req, resp)))
 		goto out;
 	emu_resource_api_version(t->res, &av);
-	if (check_identity(t, body, av.ptr, t->res->kind, ID_APPLY, resp) <
+	if (check_identity(req, t, body, av.ptr, t->res->kind, ID_APPLY, resp) <
 		    0 ||
 	    apply_typed(t, body, resp) < 0)
 		goto out;
@@ -2052,7 +2256,7 @@ static void handle_resource(struct emu_server *srv,
 			emu_reply_json(resp, code, out);
 		} else if (!strcmp(m, "POST") && t->ns) {
 			if (!(obj = decode_body(req, t, resp, dups)) ||
-			    check_identity(t, obj, av.ptr, t->res->kind,
+			    check_identity(req, t, obj, av.ptr, t->res->kind,
 					   ID_WRITE, resp) < 0 ||
 			    decode_typed(req, t, obj, dups, fv, resp) < 0)
 				goto out;
@@ -2072,7 +2276,7 @@ static void handle_resource(struct emu_server *srv,
 	if (!strcmp(m, "GET")) {
 		code = emu_store_get(&srv->store, t->res, t->ns, t->name, &out);
 		if (code == 200 && t->sub && !strcmp(t->sub, "scale")) {
-			cur = scale_of(out);
+			cur = scale_of(t->res, out);
 			json_decref(out);
 			out = cur;
 		} else if (code == 200 && !t->sub &&
@@ -2087,7 +2291,7 @@ static void handle_resource(struct emu_server *srv,
 		if (!(obj = decode_body(req, t, resp, dups)))
 			goto out;
 		if (t->sub && !strcmp(t->sub, "scale")) {
-			if (check_identity(t, obj, "autoscaling/v1", "Scale",
+			if (check_identity(req, t, obj, "autoscaling/v1", "Scale",
 					   ID_WRITE, resp) < 0 ||
 			    decode_typed(req, t, obj, dups, fv, resp) < 0)
 				goto out;
@@ -2098,12 +2302,7 @@ static void handle_resource(struct emu_server *srv,
 					json_object_get(obj, "metadata"),
 					"resourceVersion");
 
-				json_object_set(
-					json_object_get(cur, "spec"),
-					"replicas",
-					json_object_get(
-						json_object_get(obj, "spec"),
-						"replicas"));
+				set_scale_replicas(t, cur, obj);
 				/* the Scale's resourceVersion is a precondition */
 				if (json_is_string(rv))
 					json_object_set(
@@ -2115,7 +2314,7 @@ static void handle_resource(struct emu_server *srv,
 					"scale", mgr.ptr, cur, dry, &out);
 				json_decref(cur);
 				if (code == 200) {
-					cur = scale_of(out);
+					cur = scale_of(t->res, out);
 					json_decref(out);
 					out = cur;
 				}
@@ -2125,11 +2324,22 @@ static void handle_resource(struct emu_server *srv,
 			emu_reply_json(resp, code, out);
 			goto out;
 		}
-		if (check_identity(t, obj, av.ptr, t->res->kind, ID_WRITE,
+		if (check_identity(req, t, obj, av.ptr, t->res->kind, ID_WRITE,
 				   resp) < 0 ||
 		    decode_typed(req, t, obj, dups, fv, resp) < 0)
 			goto out;
 		fill_identity(obj, av.ptr, t->res->kind);
+		/* the object must exist before its resourceVersion counts */
+		if (lacks_needed_rv(t, obj)) {
+			code = emu_store_get(&srv->store, t->res, t->ns,
+					     t->name, &out);
+			json_decref(out);
+			out = NULL;
+			if (code == 200) {
+				reply_rv_needed(t, resp);
+				goto out;
+			}
+		}
 		code = emu_store_update(&srv->store, t->res, t->ns, t->name,
 					t->sub, mgr.ptr, obj, dry, &out);
 		emu_reply_json(resp, code, out);

@@ -487,8 +487,12 @@ static json_t *status_invalid(const struct emu_resource *res, const char *name,
 {
 	struct buf msg = BUF_INIT;
 	json_t *st, *details;
-	buf_addf(&msg, "%s \"%s\" is invalid: %s: %s", res->kind, name, field,
-		 detail);
+
+	/* Kind.group as validation words it (events.k8s.io's is core's) */
+	buf_adds(&msg, res->kind);
+	if (*res->group && strcmp(res->group, "events.k8s.io"))
+		buf_addf(&msg, ".%s", res->group);
+	buf_addf(&msg, " \"%s\" is invalid: %s: %s", name, field, detail);
 	st = emu_status_new(422, "Invalid", buf_cstr(&msg), name, res->group,
 			    res->kind);
 	details = json_object_get(st, "details");
@@ -684,6 +688,9 @@ int emu_store_list(struct emu_store *st, const struct emu_resource *res,
 				    json_string(buf_cstr(&tok)));
 		json_object_set_new(meta, "remainingItemCount",
 				    json_integer((json_int_t)(n - i)));
+	} else if (custom) {
+		/* an unstructured list writes its empty continue */
+		json_object_set_new(meta, "continue", json_string(""));
 	}
 	if (emu_crd_list_kind(res))
 		buf_adds(&lk, emu_crd_list_kind(res));
@@ -858,7 +865,7 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 		if (root >= 0)
 			emu_types_encode(obj, root);
 	}
-	if ((status = emu_validate_object(res, obj, old)))
+	if ((status = emu_validate_object(res, obj, old, sub)))
 		goto out;
 	if (crd && !old) {
 		/* PrepareForCreate: only the storage version is known */

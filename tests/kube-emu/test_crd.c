@@ -497,3 +497,143 @@ Test(crd, restore)
 	buf_release(&msg);
 	emu_store_release(&srv.store);
 }
+
+/* A CRD whose schema constrains its values, with a /scale subresource. */
+static const char gizmo_crd[] =
+	"{\"apiVersion\":\"apiextensions.k8s.io/v1\","
+	"\"kind\":\"CustomResourceDefinition\","
+	"\"metadata\":{\"name\":\"gizmos.example.com\"},"
+	"\"spec\":{\"group\":\"example.com\",\"scope\":\"Namespaced\","
+	"\"names\":{\"plural\":\"gizmos\",\"kind\":\"Gizmo\"},"
+	"\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+	"\"subresources\":{\"status\":{},\"scale\":{"
+	"\"specReplicasPath\":\".spec.count\","
+	"\"statusReplicasPath\":\".status.count\"}},"
+	"\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\",\"properties\":{"
+	"\"spec\":{\"type\":\"object\",\"properties\":{"
+	"\"count\":{\"type\":\"integer\",\"maximum\":10},"
+	"\"color\":{\"type\":\"string\",\"enum\":[\"red\",\"blue\"],"
+	"\"default\":\"red\"},"
+	"\"tags\":{\"type\":\"array\",\"x-kubernetes-list-type\":\"set\","
+	"\"items\":{\"type\":\"string\"}}}},"
+	"\"status\":{\"type\":\"object\",\"properties\":{"
+	"\"count\":{\"type\":\"integer\"}}}}}}}]}}";
+
+#define GIZMO_URL "/apis/example.com/v1/namespaces/default/gizmos"
+
+/* POST body to GIZMO_URL (query appended): the code, *out the answer. */
+static int post_gizmo(struct emu_server *srv, const char *query,
+		      const char *spec, json_t **out)
+{
+	char url[256], body[512];
+
+	snprintf(url, sizeof(url), GIZMO_URL "%s", query);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Gizmo\","
+		 "\"metadata\":{\"name\":\"g\"},\"spec\":%s}",
+		 spec);
+	return emu_test_call(srv, "POST", url, JSON_CT, body, out);
+}
+
+static const char *cause_message(const json_t *st, size_t i)
+{
+	return str_at(json_array_get(json_object_get(json_object_get(
+						     st, "details"),
+					     "causes"),
+			       i),
+		      "message", NULL);
+}
+
+Test(crd, custom_resources_validated_by_schema)
+{
+	struct emu_server srv;
+	json_t *out = NULL;
+
+	server_init(&srv);
+	cr_assert_eq(emu_test_call(&srv, "POST", CRD_URL, JSON_CT, gizmo_crd,
+				   &out),
+		     201);
+	json_decref(out);
+
+	cr_assert_eq(post_gizmo(&srv, "", "{\"color\":\"green\"}", &out), 422);
+	cr_assert_str_eq(str_at(out, "message", NULL),
+			 "Gizmo.example.com \"g\" is invalid: spec.color: "
+			 "Unsupported value: \"green\": supported values: "
+			 "\"red\", \"blue\"");
+	json_decref(out);
+	/* the schema's maximum, and the scale's own check of its path */
+	cr_assert_eq(post_gizmo(&srv, "", "{\"count\":\"x\"}", &out), 422);
+	cr_assert_str_eq(cause_message(out, 0),
+			 "Invalid value: \"string\": spec.count in body must "
+			 "be of type integer: \"string\"");
+	cr_assert_str_eq(cause_message(out, 1),
+			 "Invalid value: 0: .spec.count accessor error: x is "
+			 "of the type string, expected int64");
+	json_decref(out);
+	cr_assert_eq(post_gizmo(&srv, "", "{\"count\":11}", &out), 422);
+	cr_assert_str_eq(cause_message(out, 0),
+			 "Invalid value: 11: spec.count in body should be less "
+			 "than or equal to 10");
+	json_decref(out);
+	cr_assert_eq(post_gizmo(&srv, "", "{\"tags\":[\"a\",\"a\",\"a\"]}",
+				&out),
+		     422);
+	cr_assert_str_eq(str_at(json_array_get(json_object_get(
+						       json_object_get(
+							       out, "details"),
+						       "causes"),
+					       0),
+				"field", NULL),
+			 "spec.tags[1]");
+	cr_assert_null(json_array_get(
+		json_object_get(json_object_get(out, "details"), "causes"), 1));
+	json_decref(out);
+	/* unknown fields: refused under Strict, else pruned */
+	cr_assert_eq(post_gizmo(&srv, "?fieldValidation=Strict",
+				"{\"z\":1,\"b\":{\"c\":1}}", &out),
+		     400);
+	cr_assert_str_eq(str_at(out, "message", NULL),
+			 "Gizmo in version \"v1\" cannot be handled as a "
+			 "Gizmo: strict decoding error: unknown field "
+			 "\"spec.b\", unknown field \"spec.z\"");
+	json_decref(out);
+	cr_assert_eq(post_gizmo(&srv, "", "{\"count\":2,\"z\":1}", &out), 201);
+	cr_assert_null(json_object_get(json_object_get(out, "spec"), "z"));
+	cr_assert_str_eq(str_at(json_object_get(out, "spec"), "color", NULL),
+			 "red");
+	json_decref(out);
+	/* the scale reads the CRD's paths */
+	cr_assert_eq(emu_test_call(&srv, "GET", GIZMO_URL "/g/scale", NULL,
+				   NULL, &out),
+		     200);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(out, "spec"), "replicas")),
+		     2);
+	cr_assert_null(json_object_get(json_object_get(out, "status"),
+				       "selector"));
+	json_decref(out);
+	cr_assert_eq(emu_test_call(&srv, "PATCH", GIZMO_URL "/g/scale", MERGE_CT,
+				   "{\"spec\":{\"replicas\":5}}", &out),
+		     200);
+	json_decref(out);
+	cr_assert_eq(emu_test_call(&srv, "GET", GIZMO_URL "/g", NULL, NULL,
+				   &out),
+		     200);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(out, "spec"), "count")),
+		     5);
+	json_decref(out);
+	/* a PUT must name the resourceVersion it replaces */
+	cr_assert_eq(emu_test_call(&srv, "PUT", GIZMO_URL "/g", JSON_CT,
+				   "{\"apiVersion\":\"example.com/v1\","
+				   "\"kind\":\"Gizmo\",\"metadata\":{\"name\":"
+				   "\"g\"},\"spec\":{}}",
+				   &out),
+		     422);
+	cr_assert_str_eq(str_at(out, "message", NULL),
+			 "gizmos.example.com \"g\" is invalid: "
+			 "metadata.resourceVersion: Invalid value: 0: must be "
+			 "specified for an update");
+	json_decref(out);
+	emu_store_release(&srv.store);
+}

@@ -723,7 +723,6 @@ Test(apply, create_reapply_share_conflict)
 		      "Operation cannot be fulfilled on configmaps \"cfg\": "
 		      "uid mismatch: the provided object specified uid forged, "
 		      "and no existing object was found");
-	json_decref(out);
 
 	/*
 	 * Create (YAML body); the resourceVersion and creationTimestamp

@@ -30,7 +30,7 @@ static json_t *validate(const char *g, const char *plural, const char *obj)
 {
 	json_t *o = vload(obj), *st;
 
-	st = emu_validate_object(vres(g, plural), o, NULL);
+	st = emu_validate_object(vres(g, plural), o, NULL, NULL);
 	json_decref(o);
 	return st;
 }
@@ -206,12 +206,12 @@ Test(validate, annotations)
 	big[262142] = '\0';
 	obj = json_pack("{s:{s:s, s:{s:s}}}", "metadata", "name", "c",
 			"annotations", "k1", big);
-	st = emu_validate_object(vres("", "configmaps"), obj, NULL);
+	st = emu_validate_object(vres("", "configmaps"), obj, NULL, NULL);
 	cr_assert_null(st, "262144 bytes refused");
 	json_decref(obj);
 	obj = json_pack("{s:{s:s, s:{s:s, s:s}}}", "metadata", "name", "c",
 			"annotations", "k1", big, "k", "xx");
-	st = emu_validate_object(vres("", "configmaps"), obj, NULL);
+	st = emu_validate_object(vres("", "configmaps"), obj, NULL, NULL);
 	cr_assert_not_null(st);
 	cr_assert_str_eq(json_string_value(json_object_get(st, "message")),
 			 "ConfigMap \"c\" is invalid: metadata.annotations: "

@@ -1,6 +1,8 @@
 /*
  * Object name rules, with kube-apiserver's messages.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
@@ -171,8 +173,7 @@ static void add_cause(struct verrs *v, const char *reason, const char *field,
 	v->msgs[v->n++] = line;
 }
 
-/* Go's %q of a string (strconv.Quote, printable UTF-8 kept). */
-static void go_quote(struct buf *out, const char *s)
+void emu_go_quote(struct buf *out, const char *s)
 {
 	buf_addch(out, '"');
 	for (; *s; s++) {
@@ -194,13 +195,66 @@ static void go_quote(struct buf *out, const char *s)
 	buf_addch(out, '"');
 }
 
+void emu_go_float(struct buf *out, double d)
+{
+	char text[64];
+	int digits, exp;
+
+	/* the fewest digits that read back as d */
+	for (digits = 1; digits < 17; digits++) {
+		snprintf(text, sizeof(text), "%.*e", digits - 1, d);
+		if (strtod(text, NULL) == d)
+			break;
+	}
+	snprintf(text, sizeof(text), "%.*e", digits - 1, d);
+	exp = atoi(strchr(text, 'e') + 1);
+	/* %v is strconv's 'g' with the shortest digits: %e below 1e-4, from 1e6 */
+	if (exp < -4 || exp >= 6) {
+		buf_adds(out, text);
+		return;
+	}
+	snprintf(text, sizeof(text), "%.*f",
+		 digits - 1 - exp > 0 ? digits - 1 - exp : 0, d);
+	buf_adds(out, text);
+}
+
+void emu_field_value(struct buf *out, const json_t *v)
+{
+	char *text;
+
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		emu_go_quote(out, json_string_value(v));
+		break;
+	case JSON_INTEGER:
+		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		emu_go_float(out, json_real_value(v));
+		break;
+	case JSON_TRUE:
+		buf_adds(out, "true");
+		break;
+	case JSON_FALSE:
+		buf_adds(out, "false");
+		break;
+	case JSON_NULL:
+		buf_adds(out, "null");
+		break;
+	default:
+		text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+		buf_adds(out, text ? text : "null");
+		free(text);
+	}
+}
+
 static void invalid_str(struct verrs *v, const char *field, const char *value,
 			const char *detail)
 {
 	struct buf b = BUF_INIT;
 
 	buf_adds(&b, "Invalid value: ");
-	go_quote(&b, value);
+	emu_go_quote(&b, value);
 	buf_addf(&b, ": %s", detail);
 	add_cause(v, "FieldValueInvalid", field, buf_cstr(&b));
 	buf_release(&b);
@@ -227,7 +281,7 @@ static void duplicate(struct verrs *v, const char *field, const char *value)
 	struct buf b = BUF_INIT;
 
 	buf_adds(&b, "Duplicate value: ");
-	go_quote(&b, value);
+	emu_go_quote(&b, value);
 	add_cause(v, "FieldValueDuplicate", field, buf_cstr(&b));
 	buf_release(&b);
 }
@@ -239,7 +293,7 @@ static void not_supported(struct verrs *v, const char *field, const char *value,
 	struct buf b = BUF_INIT;
 
 	buf_adds(&b, "Unsupported value: ");
-	go_quote(&b, value);
+	emu_go_quote(&b, value);
 	buf_addf(&b, ": supported values: %s", supported);
 	add_cause(v, "FieldValueNotSupported", field, buf_cstr(&b));
 	buf_release(&b);
@@ -1210,8 +1264,59 @@ static unsigned meta_passes_on_update(const struct emu_resource *res)
 	return 3;
 }
 
+/*
+ * A custom resource's kind must be its CRD's (the decoder takes any):
+ * only this is answered when it is not (ValidateTypeMeta).
+ */
+static json_t *custom_type_meta(const struct emu_resource *res,
+				const json_t *obj)
+{
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const char *name = json_string_value(
+		json_object_get(json_object_get(obj, "metadata"), "name"));
+	struct buf msg = BUF_INIT, body = BUF_INIT;
+	json_t *st;
+
+	if (!kind || !strcmp(kind, res->kind))
+		return NULL;
+	buf_adds(&body, "Invalid value: ");
+	emu_go_quote(&body, kind);
+	buf_addf(&body, ": must be %s", res->kind);
+	buf_addf(&msg, "%s.%s \"%s\" is invalid: kind: %s", kind, res->group,
+		 name ? name : "", body.ptr);
+	st = emu_status_new(422, "Invalid", msg.ptr, name, res->group, kind);
+	if (st)
+		json_object_set_new(
+			json_object_get(st, "details"), "causes",
+			json_pack("[{s:s, s:s, s:s}]", "reason",
+				  "FieldValueInvalid", "message", body.ptr,
+				  "field", "kind"));
+	buf_release(&msg);
+	buf_release(&body);
+	return st;
+}
+
+/* The causes of the CRD's checks of a custom resource. */
+static void check_custom(struct verrs *v, const struct emu_resource *res,
+			 const json_t *obj, const json_t *old, const char *sub)
+{
+	json_t *causes = json_array(), *c;
+	size_t i;
+
+	if (!causes)
+		return;
+	emu_crd_validate(res, obj, old, sub && !strcmp(sub, "status"), causes);
+	json_array_foreach(causes, i, c)
+	{
+		add_cause(v, json_string_value(json_object_get(c, "reason")),
+			  json_string_value(json_object_get(c, "field")),
+			  json_string_value(json_object_get(c, "message")));
+	}
+	json_decref(causes);
+}
+
 json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
-			    const json_t *old)
+			    const json_t *old, const char *sub)
 {
 	struct verrs v = {NULL, NULL, 0};
 	const json_t *meta = json_object_get(obj, "metadata");
@@ -1221,6 +1326,8 @@ json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
 	json_t *st;
 	size_t i;
 
+	if (emu_resource_is_custom(res) && (st = custom_type_meta(res, obj)))
+		return st;
 	st = decode_errors(res, obj);
 	if (st)
 		return st;
@@ -1232,7 +1339,9 @@ json_t *emu_validate_object(const struct emu_resource *res, const json_t *obj,
 		check_meta(&v, meta, "metadata");
 	if (old)
 		check_update(&v, res, obj, old);
-	if (!*g && !strcmp(kind, "ConfigMap")) {
+	if (emu_resource_is_custom(res)) {
+		check_custom(&v, res, obj, old, sub);
+	} else if (!*g && !strcmp(kind, "ConfigMap")) {
 		check_data_keys(&v, obj, "data", "binaryData");
 		check_data_keys(&v, obj, "binaryData", "data");
 	} else if (!*g && !strcmp(kind, "Secret")) {

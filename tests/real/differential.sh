@@ -55,7 +55,8 @@ if ! k8s_start --bare; then
 fi
 "$EMU" --listen 127.0.0.1:0 --tls --token differential \
 	--kubeconfig-out "$tmp/emu.kubeconfig" >"$tmp/emu.out" 2>"$tmp/emu.err" &
-pids+=("$!")
+emu_pid=$!
+pids+=("$emu_pid")
 emu_url=
 for _ in $(seq 300); do
 	emu_url=$(sed -n 's/^listening on //p' "$tmp/emu.out")
@@ -297,6 +298,13 @@ for key in "${!KNOWN[@]}"; do
 	[ -n "${KNOWN_USED[$key]-}" ] ||
 		not_ok "known-differences names a step that was not compared: $key"
 done
+# kube-emu ends on SIGTERM; a sanitizer build reports what it found.
+kill -TERM "$emu_pid" 2>/dev/null
+wait "$emu_pid" 2>/dev/null
+if grep -q -e 'ERROR: AddressSanitizer' -e 'ERROR: LeakSanitizer' -e 'runtime error:' "$tmp/emu.err"; then
+	not_ok "kube-emu ends without a sanitizer report"
+	grep -A 12 -e 'ERROR: ' -e 'runtime error:' "$tmp/emu.err" | head -n 60 | sed 's/^/    /'
+fi
 echo "differential: $steps steps compared, $equal equal, $known known differences"
 if [ $((equal + known)) -eq "$steps" ] && [ "$status" = 0 ]; then
 	ok "kube-emu answers as kube-apiserver $K8S_VERSION on every step but the known differences"

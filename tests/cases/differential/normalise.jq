@@ -37,6 +37,10 @@ def mask_string:
 			"too old resource version: RV (RV)")
 		| gsub("(?<w>[Rr]esource ?[Vv]ersion[^0-9\"]{0,24})[0-9]+";
 			"\(.w)RV")
+		# an object quoted in a message (a strict patch error)
+		| gsub("(?<w>resourceVersion\\\\\":\\\\\")[0-9]+"; "\(.w)RV")
+		| gsub("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?Z";
+			"TIME")
 	end;
 
 def fields_set: [paths(type == "object" and length == 0) | join(" ")] | sort;
