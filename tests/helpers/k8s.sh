@@ -165,7 +165,7 @@ k8s_wait() {
 k8s_peak_rss() {
 	local i kb total=0 line=
 	for i in "${!k8s_pids[@]}"; do
-		kb=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/${k8s_pids[$i]}/status" 2>/dev/null)
+		kb=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/${k8s_pids[$i]}/status" 2>/dev/null)
 		[ -n "$kb" ] || continue
 		total=$((total + kb))
 		line+="${k8s_names[$i]}=$((kb / 1024)) "

@@ -583,7 +583,7 @@ Test(kube_delete, preconditions)
 	o.dry_run = false;
 	cr_assert_eq(kube_delete(client, cm, "default", "web", &o, &err),
 		     ERR_EXISTS, "%s", err_msg(&err));
-	cr_assert(strstr(err_first(&err), "Precondition failed: UID"), "%s",
+	cr_assert(strstr(err_first(&err), "the UID in the precondition (not-the-uid) does not match"), "%s",
 		  err_first(&err));
 	cr_assert(strstr(err_first(&err), "(409 Conflict)"), "%s",
 		  err_first(&err));
@@ -691,29 +691,13 @@ Test(kube_watch, events_in_order, .init = setup)
 	free(rv);
 }
 
-Test(kube_watch, lists_first_without_resource_version, .init = setup)
-{
-	const struct kube_resource *cm = find("", "ConfigMap");
-	struct seen s = {.want = 1, .stop_on_bookmark = true};
-
-	apply_cm("default", "a");
-	apply_cm("default", "b");
-	cr_assert_eq(kube_watch(client, cm, "default", NULL, on_event, &s, NULL,
-				&err),
-		     7, "%s", err_msg(&err));
-	cr_assert_eq(s.relists, 1);
-	cr_assert_eq(s.relist_size, 2);
-	/* Existing objects came in the RELIST, not again as ADDED. */
-	cr_assert_eq(s.n, 0);
-	cr_assert_eq(s.bookmarks, 1);
-}
-
 struct writer {
 	const struct kube_resource *cm;
 	const char *prefix;
 	unsigned count;
 	long gap_ms;
 	volatile bool *wait_for; /* start when it turns true; NULL: at once */
+	const char *ns;		 /* NULL: "default" */
 };
 
 static void sleep_ms(long ms)
@@ -745,13 +729,37 @@ static void *write_cms(void *arg)
 
 		sleep_ms(w->gap_ms);
 		snprintf(name, sizeof(name), "%s%u", w->prefix, i);
-		obj = configmap("default", name, "k", "v");
+		obj = configmap(w->ns ? w->ns : "default", name, "k", "v");
 		kube_apply(c2, w->cm, obj, &o, NULL, &e);
 		json_decref(obj);
 	}
 	kube_client_free(c2);
 	err_release(&e);
 	return NULL;
+}
+
+Test(kube_watch, lists_first_without_resource_version, .init = setup)
+{
+	const struct kube_resource *cm = find("", "ConfigMap");
+	/* A short timeout brings the bookmark 2 s before it. */
+	struct kube_watch_options wo = {.bookmarks = true, .timeout_s = 3};
+	struct seen s = {.want = 1, .stop_on_bookmark = true};
+	/* a write elsewhere moves the resource past the watch's list */
+	struct writer w = {cm, "elsewhere", 1, 300, NULL, "kube-system"};
+	pthread_t t;
+
+	apply_cm("default", "a");
+	apply_cm("default", "b");
+	cr_assert_eq(pthread_create(&t, NULL, write_cms, &w), 0);
+	cr_assert_eq(kube_watch(client, cm, "default", &wo, on_event, &s, NULL,
+				&err),
+		     7, "%s", err_msg(&err));
+	pthread_join(t, NULL);
+	cr_assert_eq(s.relists, 1);
+	cr_assert_eq(s.relist_size, 2);
+	/* Existing objects came in the RELIST, not again as ADDED. */
+	cr_assert_eq(s.n, 0);
+	cr_assert_eq(s.bookmarks, 1);
 }
 
 static const char *const end_fast[] = {"--faults",
@@ -761,7 +769,7 @@ Test(kube_watch, resumes_after_server_ends_stream)
 {
 	const struct kube_resource *cm;
 	struct kube_watch_options wo = {.bookmarks = false};
-	struct writer w = {NULL, "w", 6, 250, NULL};
+	struct writer w = {NULL, "w", 6, 250, NULL, NULL};
 	struct seen s = {.want = 6};
 	pthread_t t;
 	char *rv, want[32];
@@ -798,7 +806,7 @@ Test(kube_watch, expired_relists)
 	const struct kube_resource *cm;
 	struct kube_watch_options wo = {.bookmarks = true};
 	struct seen s = {.want = 1};
-	struct writer w = {NULL, "after", 1, 0, &s.relisted};
+	struct writer w = {NULL, "after", 1, 0, &s.relisted, NULL};
 	pthread_t t;
 	char *rv;
 
@@ -829,11 +837,20 @@ Test(kube_watch, expired_relists)
 Test(kube_watch, bookmarks_and_stop, .init = setup)
 {
 	const struct kube_resource *cm = find("", "ConfigMap");
-	struct kube_watch_options wo = {.bookmarks = true};
+	/*
+	 * A periodic bookmark comes a minute apart, or 2 s before the
+	 * watch's timeout when that is sooner (the watch cache's rule).
+	 */
+	struct kube_watch_options wo = {.bookmarks = true, .timeout_s = 3};
 	struct seen s = {.want = 100, .stop_on_bookmark = true};
 	static volatile bool stop;
 	char *rv = list_rv();
 
+	/*
+	 * It is sent only when the resource moved past the watch: a
+	 * ConfigMap elsewhere moves it without an event for "default".
+	 */
+	apply_cm("kube-system", "elsewhere");
 	wo.resource_version = rv;
 	cr_assert_eq(kube_watch(client, cm, "default", &wo, on_event, &s, NULL,
 				&err),
