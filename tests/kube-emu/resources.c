@@ -7,6 +7,8 @@
 #include <strings.h>
 
 #include "tests/kube-emu/emu.h"
+#include "util/base64.h"
+#include "util/sha256.h"
 
 #define NS  EMU_RES_NAMESPACED
 #define ST  EMU_RES_STATUS
@@ -335,6 +337,30 @@ static json_t *subresource_json(const struct emu_resource *r, const char *sub)
 	return o;
 }
 
+/*
+ * discovery.StorageVersionHash: the first 8 bytes of the SHA-256 of the
+ * storage "group/version/kind", base64. events.k8s.io's Events are
+ * stored as core v1 Events.
+ */
+static json_t *storage_version_hash(const struct emu_resource *r)
+{
+	const char *g = strcmp(r->group, "events.k8s.io") ? r->group : "";
+	struct sha256_ctx ctx;
+	uint8_t sum[SHA256_DIGEST_SIZE];
+	struct buf gvk = BUF_INIT, out = BUF_INIT;
+	json_t *hash = NULL;
+
+	buf_addf(&gvk, "%s/%s/%s", g, r->version, r->kind);
+	sha256_init(&ctx);
+	sha256_update(&ctx, gvk.ptr, gvk.len);
+	sha256_final(&ctx, sum);
+	if (base64_encode(&out, sum, 8, 0) == 0)
+		hash = json_string(buf_cstr(&out));
+	buf_release(&gvk);
+	buf_release(&out);
+	return hash;
+}
+
 /* Append r and its subresources to list; categories NULL: from flags. */
 static void add_resource(json_t *list, const struct emu_resource *r,
 			 const json_t *categories)
@@ -345,6 +371,7 @@ static void add_resource(json_t *list, const struct emu_resource *r,
 		      "singularName", r->singular, "namespaced",
 		      (r->flags & EMU_RES_NAMESPACED) != 0, "kind", r->kind,
 		      "verbs", verbs_json(r));
+	json_object_set_new(o, "storageVersionHash", storage_version_hash(r));
 	if (r->short_names)
 		json_object_set_new(o, "shortNames",
 				    short_names_json(r->short_names));
@@ -354,10 +381,40 @@ static void add_resource(json_t *list, const struct emu_resource *r,
 	else if (!categories && (r->flags & EMU_RES_CAT_ALL))
 		json_object_set_new(o, "categories", json_pack("[s]", "all"));
 	json_array_append_new(list, o);
-	if (r->flags & EMU_RES_STATUS)
-		json_array_append_new(list, subresource_json(r, "status"));
+	/* kube lists a resource's subresources sorted too */
 	if (r->flags & EMU_RES_SCALE)
 		json_array_append_new(list, subresource_json(r, "scale"));
+	if (r->flags & EMU_RES_STATUS)
+		json_array_append_new(list, subresource_json(r, "status"));
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)a,
+							"name")),
+		      json_string_value(json_object_get(*(json_t *const *)b,
+							"name")));
+}
+
+/* The list sorted by resource name, as kube-apiserver lists them. */
+static json_t *sorted_by_name(json_t *list)
+{
+	size_t n = json_array_size(list), i;
+	json_t **items = n ? malloc(n * sizeof(*items)) : NULL, *out;
+
+	if (!items)
+		return list;
+	for (i = 0; i < n; i++)
+		items[i] = json_array_get(list, i);
+	qsort(items, n, sizeof(*items), by_name);
+	out = json_array();
+	for (i = 0; out && i < n; i++)
+		json_array_append(out, items[i]);
+	free(items);
+	if (!out)
+		return list;
+	json_decref(list);
+	return out;
 }
 
 struct gv_filter {
@@ -396,6 +453,7 @@ json_t *emu_discovery_resources(const char *group, const char *version)
 	emu_crd_foreach(add_custom_resource, &f);
 	if (!f.list)
 		return NULL;
+	f.list = sorted_by_name(f.list);
 	if (*group)
 		snprintf(gv, sizeof(gv), "%s/%s", group, version);
 	else
