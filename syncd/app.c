@@ -10,6 +10,7 @@
 #include "syncd/app.h"
 #include "util/base64.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 struct app_type {
 	char *group;
@@ -924,14 +925,6 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool crd_established(const json_t *crd)
 {
 	const json_t *status = json_object_get(crd, "status");
@@ -959,7 +952,7 @@ static void wait_crds(struct sync *s)
 {
 	const struct kube_resource *crds = NULL;
 	uint64_t deadline =
-		now_ms() +
+		clk_mono_ms() +
 		(s->opts->crd_wait_ms ? s->opts->crd_wait_ms : 60000);
 	unsigned delay = 50;
 
@@ -995,7 +988,7 @@ static void wait_crds(struct sync *s)
 				refresh = true;
 			}
 		}
-		if (!pending || now_ms() >= deadline)
+		if (!pending || clk_mono_ms() >= deadline)
 			return;
 		sleep_ms(delay);
 		delay = delay < 800 ? delay * 2 : 1000;

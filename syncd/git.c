@@ -24,6 +24,7 @@
 #include "util/buf.h"
 #include "util/proc.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 #define HEXSZ GIT_SOURCE_OID_HEXSZ
 /* Secrets, signatures and known_hosts output are small. */
@@ -307,13 +308,7 @@ static char *path_join(const char *a, const char *b)
 
 static void deadline_start(struct git_source *s)
 {
-	clock_gettime(CLOCK_MONOTONIC, &s->deadline);
-	s->deadline.tv_sec += s->timeout_ms / 1000;
-	s->deadline.tv_nsec += (long)(s->timeout_ms % 1000) * 1000000L;
-	if (s->deadline.tv_nsec >= 1000000000L) {
-		s->deadline.tv_sec++;
-		s->deadline.tv_nsec -= 1000000000L;
-	}
+	s->deadline = clk_mono_after_ms(s->timeout_ms);
 }
 
 static bool deadline_passed(const struct git_source *s)

@@ -42,6 +42,7 @@
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/tls.h"
 #include "util/base64.h"
+#include "util/clock.h"
 
 /* How long a watch's reader waits before checking its client, in ms. */
 #define WATCH_POLL_MS 200
@@ -598,12 +599,7 @@ static void *persist_main(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += PERSIST_POLL_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = clk_mono_after_ms(PERSIST_POLL_MS);
 		pthread_cond_timedwait(&p->wake, &p->lock, &until);
 		if (p->stop)
 			break;
