@@ -16,15 +16,13 @@
 #include <time.h>
 
 #include "diff/diff.h"
+#include "util/clock.h"
 
 #define NOBJ 10000
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clk_mono_ns() / 1e9;
 }
 
 static size_t heap_in_use(void)

@@ -39,6 +39,7 @@
 #include <jansson.h>
 
 #include "util/buf.h"
+#include "util/clock.h"
 
 /* A LIST of 10,000 objects is about 15 MB; anything past this is a bug. */
 #define BODY_CAP (512u << 20)
@@ -82,10 +83,7 @@ static struct curl_slist *hdr_get, *hdr_json, *hdr_merge;
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clk_mono_ns() / 1e9;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)

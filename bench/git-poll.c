@@ -25,15 +25,13 @@
 #include <time.h>
 
 #include "syncd/git.h"
+#include "util/clock.h"
 
 #define MAX_POLLS 100000
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (double)clk_mono_ns() / 1e6;
 }
 
 static int cmp_double(const void *a, const void *b)

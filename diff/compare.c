@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "util/base64.h"
 #include "util/sha256.h"
 
 /*
@@ -186,74 +187,16 @@ static const unsigned char *mask_key(const struct diff_options *opts,
 	return key;
 }
 
-static int b64_value(int ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
-/* Decode base64 into out; false when it is not base64. */
-static bool b64_decode(const char *in, size_t len, struct buf *out)
-{
-	unsigned acc = 0, bits = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		int v;
-
-		if (in[i] == '=')
-			break;
-		if ((v = b64_value((unsigned char)in[i])) < 0)
-			return false;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (buf_addch(out, (char)((acc >> bits) & 0xff)) < 0)
-				return false;
-		}
-	}
-	return true;
-}
-
+/* The padded standard base64 of in[0..len), or NULL out of memory. */
 static char *b64_encode(const char *in, size_t len)
 {
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((len + 2) / 3 * 4 + 1), *p = out;
-	size_t i;
+	struct buf out = BUF_INIT;
 
-	if (!out)
+	if (base64_encode(&out, in, len, 0) < 0) {
+		buf_release(&out);
 		return NULL;
-	for (i = 0; i + 2 < len; i += 3) {
-		unsigned v = (unsigned char)in[i] << 16 |
-			     (unsigned char)in[i + 1] << 8 |
-			     (unsigned char)in[i + 2];
-		*p++ = tab[v >> 18];
-		*p++ = tab[(v >> 12) & 63];
-		*p++ = tab[(v >> 6) & 63];
-		*p++ = tab[v & 63];
 	}
-	if (i < len) {
-		unsigned v = (unsigned char)in[i] << 16;
-
-		if (i + 1 < len)
-			v |= (unsigned char)in[i + 1] << 8;
-		*p++ = tab[v >> 18];
-		*p++ = tab[(v >> 12) & 63];
-		*p++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
-		*p++ = '=';
-	}
-	*p = '\0';
-	return out;
+	return buf_detach(&out, NULL);
 }
 
 /*
@@ -276,7 +219,8 @@ static json_t *fingerprint(const struct diff_options *opts, const json_t *v,
 		/* Not a string: still never show it. */
 		return json_string("(secret)");
 	}
-	if (base64 && b64_decode(s, len, &raw)) {
+	if (base64 && base64_decode(&raw, s, len,
+				    BASE64_SKIP_NEWLINES | BASE64_ANY_LAST_BITS) == 0) {
 		s = buf_cstr(&raw);
 		len = raw.len;
 	}

@@ -49,6 +49,7 @@
 #include <yaml.h>
 
 #include "diff/diff.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/err.h"
 
@@ -269,85 +270,6 @@ static void format_float_key(double d, char *out, size_t size)
 
 /* ------------------------------------------------------------------ */
 /* base64, UTF-8                                                       */
-
-static int base64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-static size_t skip_newlines(const char *s, size_t n, size_t i)
-{
-	while (i < n && (s[i] == '\n' || s[i] == '\r'))
-		i++;
-	return i;
-}
-
-/*
- * base64.StdEncoding.DecodeString: padding required, "\r" and "\n"
- * ignored anywhere, nothing else. Appends to out. 0 or -1 (bad data);
- * ERR_NOMEM when out cannot grow.
- */
-static int go_base64(const char *s, size_t n, struct buf *out)
-{
-	size_t si = 0;
-
-	for (;;) {
-		unsigned char q[4] = {0, 0, 0, 0};
-		int j, bytes = 3;
-		bool end = false;
-		unsigned char o[3];
-
-		for (j = 0; j < 4; j++) {
-			unsigned char c;
-			int v;
-
-			if (si == n) {
-				if (j == 0)
-					return 0;
-				return -1;
-			}
-			c = (unsigned char)s[si++];
-			if ((v = base64_value(c)) >= 0) {
-				q[j] = (unsigned char)v;
-				continue;
-			}
-			if (c == '\n' || c == '\r') {
-				j--;
-				continue;
-			}
-			if (c != '=' || j < 2)
-				return -1;
-			if (j == 2) {
-				si = skip_newlines(s, n, si);
-				if (si == n || s[si] != '=')
-					return -1;
-				si++;
-			}
-			if (skip_newlines(s, n, si) < n)
-				return -1;
-			bytes = j - 1;
-			end = true;
-			break;
-		}
-		o[0] = (unsigned char)(q[0] << 2 | q[1] >> 4);
-		o[1] = (unsigned char)(q[1] << 4 | q[2] >> 2);
-		o[2] = (unsigned char)(q[2] << 6 | q[3]);
-		if (buf_add(out, o, (size_t)bytes) < 0)
-			return ERR_NOMEM;
-		if (end)
-			return 0;
-	}
-}
 
 static bool utf8_valid(const char *str, size_t n)
 {
@@ -808,7 +730,10 @@ static int scalar_resolve(struct yparse *st, const yaml_event_t *ev,
 			       : 0;
 	case TAG_BINARY:
 		buf_reset(&st->binary);
-		if ((rc = go_base64(s, n, &st->binary)) == ERR_NOMEM)
+		/* base64.StdEncoding.DecodeString: "\r" and "\n" ignored */
+		rc = base64_decode(&st->binary, s, n,
+				   BASE64_SKIP_NEWLINES | BASE64_ANY_LAST_BITS);
+		if (rc == ERR_NOMEM || rc == ERR_LIMIT)
 			return fail_nomem(st, m);
 		if (rc < 0)
 			return fail_mark(st, ERR_PARSE, m,

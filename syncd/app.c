@@ -8,7 +8,9 @@
 #include <time.h>
 
 #include "syncd/app.h"
+#include "util/base64.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 struct app_type {
 	char *group;
@@ -137,34 +139,6 @@ static const char *annotation_of(const json_t *obj, const char *name)
 		   name);
 }
 
-/* base64url without padding (Go's RawURLEncoding), as kubectl ids. */
-static void base64url(struct buf *out, const uint8_t *p, size_t n)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-				  "qrstuvwxyz0123456789-_";
-	size_t i;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 |
-			     p[i + 2];
-
-		buf_addch(out, tab[v >> 18 & 63]);
-		buf_addch(out, tab[v >> 12 & 63]);
-		buf_addch(out, tab[v >> 6 & 63]);
-		buf_addch(out, tab[v & 63]);
-	}
-	if (n - i == 1) {
-		buf_addch(out, tab[p[i] >> 2]);
-		buf_addch(out, tab[(p[i] & 3) << 4]);
-	} else if (n - i == 2) {
-		uint32_t v = (uint32_t)p[i] << 8 | p[i + 1];
-
-		buf_addch(out, tab[v >> 10 & 63]);
-		buf_addch(out, tab[v >> 4 & 63]);
-		buf_addch(out, tab[(v & 15) << 2]);
-	}
-}
-
 /* A DNS subdomain: what a Secret's name may be. */
 static bool valid_name(const char *s)
 {
@@ -205,7 +179,8 @@ int app_init(struct app *app, struct kube_client *c, struct kube_discovery *d,
 	sha256(b.ptr, b.len, hash);
 	buf_reset(&b);
 	buf_adds(&b, "applyset-");
-	base64url(&b, hash, sizeof(hash));
+	/* Go's RawURLEncoding, as kubectl's ids */
+	base64_encode(&b, hash, sizeof(hash), BASE64_URL | BASE64_NOPAD);
 	buf_adds(&b, "-v1");
 	app->name = strdup(name);
 	app->namespace = strdup(ns);
@@ -950,14 +925,6 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool crd_established(const json_t *crd)
 {
 	const json_t *status = json_object_get(crd, "status");
@@ -985,7 +952,7 @@ static void wait_crds(struct sync *s)
 {
 	const struct kube_resource *crds = NULL;
 	uint64_t deadline =
-		now_ms() +
+		clk_mono_ms() +
 		(s->opts->crd_wait_ms ? s->opts->crd_wait_ms : 60000);
 	unsigned delay = 50;
 
@@ -1021,7 +988,7 @@ static void wait_crds(struct sync *s)
 				refresh = true;
 			}
 		}
-		if (!pending || now_ms() >= deadline)
+		if (!pending || clk_mono_ms() >= deadline)
 			return;
 		sleep_ms(delay);
 		delay = delay < 800 ? delay * 2 : 1000;

@@ -22,6 +22,7 @@
 
 #include "syncd/cli.h"
 #include "syncd/status_fmt.h"
+#include "util/clock.h"
 
 #define DEFAULT_ADDR "http://127.0.0.1:8080"
 #define MAX_HEADER   (64u << 10)
@@ -51,14 +52,6 @@ void status_http_response_release(struct status_http_response *resp)
 		return;
 	buf_release(&resp->body);
 	resp->code = 0;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -153,7 +146,7 @@ static int url_parse(struct url *u, const char *s, struct err *err)
 /* Milliseconds left before `deadline`, at least 0. */
 static int left_ms(long long deadline)
 {
-	long long left = deadline - now_ms();
+	long long left = deadline - clk_mono_ms();
 
 	return left < 0 ? 0 : (int)left;
 }
@@ -356,7 +349,7 @@ int status_http_get(const char *base, const char *path, size_t max_body,
 		max_body = STATUS_HTTP_MAX_BODY;
 	if (!timeout_ms)
 		timeout_ms = STATUS_HTTP_TIMEOUT_MS;
-	deadline = now_ms() + timeout_ms;
+	deadline = clk_mono_ms() + timeout_ms;
 	buf_release(&resp->body);
 	buf_init(&resp->body, max_body);
 	resp->code = 0;

@@ -19,6 +19,7 @@
 #include "syncd/watchcache.h"
 #include "util/log.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 /* Longest time a pass in --once mode may take before we give up. */
 #define ONCE_TIMEOUT_MS (30u * 60u * 1000u)
@@ -35,14 +36,6 @@
 
 /* Every labelled object is watched: one watch per type serves all apps. */
 #define WATCH_SELECTOR APP_LABEL_PART_OF
-
-uint64_t ctl_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static struct ctl_app *find_app(struct controller *c, const char *name)
 {
@@ -382,7 +375,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	struct cli_render_env env = {0};
 	struct buf file = BUF_INIT;
 	char *dir = NULL;
-	uint64_t now = ctl_mono_ms();
+	uint64_t now = clk_mono_ms();
 	int error;
 
 	*stale = false;
@@ -709,7 +702,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	struct app app;
 	char counts[160];
 	bool stale = false, act = false;
-	uint64_t now = ctl_mono_ms();
+	uint64_t now = clk_mono_ms();
 	int error, rc = -1;
 
 	/* A standby replica does not run passes (see controller_start). */
@@ -835,7 +828,7 @@ fail:
 out:
 	ctl_status_pass(c, a, report, act, rc ? err_first(&err) : NULL,
 			stale ? a->source_error : NULL,
-			(double)(ctl_mono_ms() - now) / 1000.0);
+			(double)(clk_mono_ms() - now) / 1000.0);
 	a->cur_report = NULL;
 	a->cur_app = NULL;
 	json_decref(a->drift_notes);
@@ -861,7 +854,7 @@ static int reconcile(const char *name, void *ctx)
 	rc = pass(c, a);
 	a->failed = rc != 0;
 	/* A held field is written again when its window ends: be there. */
-	if (a->fights && (end = fights_next_end_ms(a->fights, ctl_mono_ms()))) {
+	if (a->fights && (end = fights_next_end_ms(a->fights, clk_mono_ms()))) {
 		pthread_mutex_lock(&c->lock);
 		if (c->q)
 			queue_enqueue_after(c->q, name, end);

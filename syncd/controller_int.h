@@ -115,7 +115,6 @@ struct controller {
 };
 
 
-uint64_t ctl_mono_ms(void);
 
 /* controller_status.c */
 int ctl_status_init(struct ctl_app *a);

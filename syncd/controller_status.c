@@ -13,6 +13,7 @@
 #include "syncd/controller.h"
 #include "syncd/controller_int.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 static const double duration_buckets[] = {0.05, 0.1, 0.25, 0.5, 1,
 					  2.5,	5,   10,   30,	60};
@@ -82,14 +83,6 @@ void ctl_status_release(struct ctl_app *a)
 	pthread_mutex_destroy(&a->st_lock);
 }
 
-static void rfc3339(time_t t, char *out, size_t n)
-{
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* "<group>/<kind>/<namespace>/<name>" of a report's JSON object. */
 static void json_object_key(const json_t *o, struct buf *out)
 {
@@ -114,7 +107,7 @@ static void stamp_first_seen(struct ctl_app *a, json_t *rj, time_t now)
 
 	if (!seen)
 		return;
-	rfc3339(now, t, sizeof(t));
+	clk_rfc3339_format(now, t);
 	json_array_foreach(json_object_get(rj, "objects"), i, o)
 	{
 		json_array_foreach(json_object_get(o, "fields"), j, f)
@@ -289,12 +282,12 @@ static json_t *summary_json(const struct ctl_app *a)
 	json_t *o, *last = json_null(), *since = json_null();
 
 	if (a->st.ran) {
-		rfc3339(a->st.last_sync, t, sizeof(t));
+		clk_rfc3339_format(a->st.last_sync, t);
 		last = json_pack("{s:s, s:s}", "time", t, "result",
 				 a->st.last_ok ? "success" : "failure");
 	}
 	if (a->st.drift_since) {
-		rfc3339(a->st.drift_since, t, sizeof(t));
+		clk_rfc3339_format(a->st.drift_since, t);
 		since = json_string(t);
 	}
 	o = json_pack(

@@ -9,6 +9,7 @@
 #include "syncd/events.h"
 #include "util/buf.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 /* One object's limits, and the last events sent about it. */
 #define RECENT 8
@@ -38,11 +39,8 @@ struct events {
 
 static uint64_t mono_ms(void *ctx)
 {
-	struct timespec ts;
-
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return clk_mono_ms();
 }
 
 struct events *events_new(const struct events_options *opts)

@@ -20,9 +20,11 @@
 #include <git2.h>
 
 #include "syncd/git.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/proc.h"
 #include "util/sha256.h"
+#include "util/clock.h"
 
 #define HEXSZ GIT_SOURCE_OID_HEXSZ
 /* Secrets, signatures and known_hosts output are small. */
@@ -306,13 +308,7 @@ static char *path_join(const char *a, const char *b)
 
 static void deadline_start(struct git_source *s)
 {
-	clock_gettime(CLOCK_MONOTONIC, &s->deadline);
-	s->deadline.tv_sec += s->timeout_ms / 1000;
-	s->deadline.tv_nsec += (long)(s->timeout_ms % 1000) * 1000000L;
-	if (s->deadline.tv_nsec >= 1000000000L) {
-		s->deadline.tv_sec++;
-		s->deadline.tv_nsec -= 1000000000L;
-	}
+	s->deadline = clk_mono_after_ms(s->timeout_ms);
 }
 
 static bool deadline_passed(const struct git_source *s)
@@ -501,51 +497,17 @@ out:
 	return error;
 }
 
-static const char b64chars[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_decode(const char *in, size_t len, struct buf *out)
-{
-	unsigned v = 0, bits = 0;
-	size_t i;
-
-	for (i = 0; i < len && in[i] != '='; i++) {
-		const char *p = strchr(b64chars, in[i]);
-
-		if (!p || !in[i])
-			return ERR_PARSE;
-		v = (v << 6) | (unsigned)(p - b64chars);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (buf_addch(out, (char)((v >> bits) & 0xff)) < 0)
-				return ERR_LIMIT;
-		}
-	}
-	return 0;
-}
-
 /* "SHA256:<base64 without padding>", as ssh-keygen -l prints it. */
 static void ssh_fingerprint(const void *key, size_t len, char *out,
 			    size_t outlen)
 {
 	uint8_t d[SHA256_DIGEST_SIZE];
-	size_t i, o = 0;
-	unsigned v = 0, bits = 0;
+	struct buf b = BUF_INIT;
 
 	sha256(key, len, d);
-	o = (size_t)snprintf(out, outlen, "SHA256:");
-	for (i = 0; i < sizeof(d); i++) {
-		v = (v << 8) | d[i];
-		bits += 8;
-		while (bits >= 6 && o + 1 < outlen) {
-			bits -= 6;
-			out[o++] = b64chars[(v >> bits) & 63];
-		}
-	}
-	if (bits && o + 1 < outlen)
-		out[o++] = b64chars[(v << (6 - bits)) & 63];
-	out[o] = '\0';
+	base64_encode(&b, d, sizeof(d), BASE64_NOPAD);
+	snprintf(out, outlen, "SHA256:%s", buf_cstr(&b));
+	buf_release(&b);
 }
 
 /*
@@ -624,7 +586,7 @@ static int check_host_key(struct git_source *s, const void *key, size_t klen)
 		if (k && strcmp(f[0], "@revoked"))
 			continue;
 		buf_reset(&blob);
-		if (b64_decode(f[k + 2], strlen(f[k + 2]), &blob) < 0)
+		if (base64_decode(&blob, f[k + 2], strlen(f[k + 2]), 0) < 0)
 			continue;
 		bool same = blob.len == klen && !memcmp(blob.ptr, key, klen);
 

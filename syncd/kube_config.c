@@ -23,6 +23,7 @@
 #include "syncd/kube.h"
 #include "util/base64.h"
 #include "util/proc.h"
+#include "util/clock.h"
 
 extern char **environ;
 
@@ -1079,54 +1080,6 @@ out:
 }
 
 /*
- * An RFC 3339 time ("2026-11-29T10:00:00Z", "...05.123+01:00") as a
- * time_t. -1 when malformed.
- */
-static int parse_rfc3339(const char *s, time_t *out)
-{
-	struct tm tm;
-	int y, mo, d, h, mi, sec, n = 0, oh, om;
-	long off = 0;
-	time_t t;
-
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi,
-		   &sec, &n) != 6 ||
-	    n != 19)
-		return -1;
-	s += n;
-	if (*s == '.') {
-		s++;
-		if (*s < '0' || *s > '9')
-			return -1;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	if (*s == 'Z' || *s == 'z') {
-		s++;
-	} else if ((*s == '+' || *s == '-') &&
-		   sscanf(s + 1, "%2d:%2d%n", &oh, &om, &n) == 2 && n == 5) {
-		off = (oh * 60L + om) * 60L * (*s == '-' ? -1 : 1);
-		s += 6;
-	} else {
-		return -1;
-	}
-	if (*s || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    sec > 60)
-		return -1;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	if ((t = timegm(&tm)) == (time_t)-1)
-		return -1;
-	*out = t - off;
-	return 0;
-}
-
-/*
  * The plugin's environment: ours, with the config's env on top and
  * KUBERNETES_EXEC_INFO. Caller frees the array (not the strings but
  * *info, which it also owns).
@@ -1255,7 +1208,7 @@ static int parse_exec_output(struct kube_config *cfg, const struct buf *out,
 				who, cmd);
 		goto out;
 	}
-	if (exp && parse_rfc3339(exp, &expiry) < 0) {
+	if (exp && clk_rfc3339_parse(exp, &expiry) < 0) {
 		error = err_set(err, ERR_PARSE,
 				"%s: exec plugin %s: expirationTimestamp "
 				"\"%.64s\" is not an RFC 3339 time",

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "syncd/leader.h"
+#include "util/clock.h"
 
 /* client-go's JitterFactor: candidates wait retry * (1 + up to 1.2). */
 #define JITTER_TENTHS 12
@@ -55,15 +56,13 @@ struct leader {
 	struct err release_err;
 };
 
+/* kube's MicroTime in UTC: "2026-11-29T10:00:00.000000Z". */
+/* The monotonic clock as the signed milliseconds this file computes in. */
 static long long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)clk_mono_ms();
 }
 
-/* kube's MicroTime in UTC: "2026-11-29T10:00:00.000000Z". */
 static void micro_time(char *out, size_t size)
 {
 	struct timespec ts;

@@ -14,6 +14,7 @@
  * clock steps do not disturb the schedule.
  */
 #include "syncd/queue.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -58,11 +59,8 @@ struct queue {
 
 static uint64_t monotonic_ms(void *unused)
 {
-	struct timespec ts;
-
 	(void)unused;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return clk_mono_ms();
 }
 
 static uint64_t now(struct queue *q)
@@ -259,23 +257,6 @@ static uint64_t fire_due(struct queue *q, uint64_t t)
 	return next;
 }
 
-/* Absolute CLOCK_MONOTONIC time `ms` from now, for timed waits. */
-static struct timespec deadline_in(uint64_t ms)
-{
-	struct timespec ts;
-
-	if (ms > 24ULL * 3600 * 1000)
-		ms = 24ULL * 3600 * 1000;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
-}
-
 static void *timer_main(void *arg)
 {
 	struct queue *q = arg;
@@ -288,7 +269,7 @@ static void *timer_main(void *arg)
 		if (next == NEVER) {
 			pthread_cond_wait(&q->timer_cond, &q->lock);
 		} else {
-			struct timespec ts = deadline_in(next - t);
+			struct timespec ts = clk_mono_after_ms(next - t);
 
 			pthread_cond_timedwait(&q->timer_cond, &q->lock, &ts);
 		}
@@ -586,7 +567,7 @@ out:
 
 int queue_wait_idle(struct queue *q, uint64_t timeout_ms)
 {
-	struct timespec ts = deadline_in(timeout_ms);
+	struct timespec ts = clk_mono_after_ms(timeout_ms);
 	int error = 0;
 
 	pthread_mutex_lock(&q->lock);
@@ -617,7 +598,7 @@ static void join_all(struct queue *q)
 
 int queue_stop(struct queue *q, uint64_t grace_ms)
 {
-	struct timespec ts = deadline_in(grace_ms);
+	struct timespec ts = clk_mono_after_ms(grace_ms);
 	int error = 0;
 
 	pthread_mutex_lock(&q->lock);

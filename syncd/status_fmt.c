@@ -6,6 +6,7 @@
  * end: the leaf is what tells fields apart).
  */
 #include "syncd/status_fmt.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,48 +17,6 @@
 #define COL_GAP	    2
 #define MAX_COLS    8
 #define LABEL_WIDTH 11
-
-int status_parse_time(const char *s, time_t *out)
-{
-	struct tm tm;
-	int n = 0, oh = 0, om = 0;
-	long off = 0;
-	const char *p;
-
-	memset(&tm, 0, sizeof(tm));
-	if (!s ||
-	    sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &tm.tm_year,
-		   &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
-		   &n) != 6 ||
-	    n != 19)
-		return ERR_PARSE;
-	p = s + n;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return ERR_PARSE;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5)
-			return ERR_PARSE;
-		off = (oh * 60L + om) * 60L * (*p == '-' ? -1 : 1);
-		p += 1 + n;
-	} else {
-		return ERR_PARSE;
-	}
-	if (*p || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
-	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-	    tm.tm_sec > 60 || oh > 23 || om > 59)
-		return ERR_PARSE;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	*out = timegm(&tm) - off;
-	return 0;
-}
 
 void status_fmt_duration(char *out, size_t size, long long seconds)
 {
@@ -419,7 +378,7 @@ static void age(char *out, size_t size, const char *rfc3339, time_t now,
 {
 	time_t t;
 
-	if (!rfc3339 || status_parse_time(rfc3339, &t) < 0)
+	if (!rfc3339 || clk_rfc3339_parse(rfc3339, &t) < 0)
 		snprintf(out, size, "%s", none);
 	else
 		status_fmt_duration(out, size, (long long)(now - t));

@@ -30,12 +30,6 @@ struct status_fmt_options {
 };
 
 /*
- * Parse an RFC 3339 time ("2026-11-29T10:05:00Z", fractions and
- * "+01:00" offsets allowed) into *out. ERR_PARSE when malformed.
- */
-int status_parse_time(const char *s, time_t *out);
-
-/*
  * A duration in its largest whole unit into `out` (at least 8 bytes):
  * "12s", "3m", "2h", "4d". A negative duration (clock skew) reads "0s".
  */

@@ -69,6 +69,7 @@ static int digit_value(unsigned char c, bool url)
 int base64_decode(struct buf *out, const char *in, size_t len, unsigned flags)
 {
 	bool url = flags & BASE64_URL;
+	uint32_t last_bits = flags & BASE64_ANY_LAST_BITS ? 0 : ~0u;
 	size_t start = out->len, i, ndig = 0, npad = 0;
 	unsigned char bytes[3];
 	uint32_t acc = 0;
@@ -107,14 +108,14 @@ int base64_decode(struct buf *out, const char *in, size_t len, unsigned flags)
 		goto bad;
 	case 2:
 		/* 12 bits, 8 used: the last 4 must be zero. */
-		if ((acc & 0xf) ||
+		if ((acc & 0xf & last_bits) ||
 		    (npad != 2 && !(npad == 0 && (flags & BASE64_NOPAD))))
 			goto bad;
 		bytes[0] = (unsigned char)(acc >> 4);
 		error = buf_add(out, bytes, 1);
 		break;
 	case 3:
-		if ((acc & 0x3) ||
+		if ((acc & 0x3 & last_bits) ||
 		    (npad != 1 && !(npad == 0 && (flags & BASE64_NOPAD))))
 			goto bad;
 		bytes[0] = (unsigned char)(acc >> 10);

@@ -4,8 +4,8 @@
  *
  * Decoding is strict: a character outside the alphabet, padding in the
  * wrong place, a missing pad (unless BASE64_NOPAD) or non-zero bits
- * left over in the last quantum are errors, so that two different texts
- * never decode to the same bytes. Error messages never quote the input
+ * left over in the last quantum (unless BASE64_ANY_LAST_BITS) are
+ * errors, so that two different texts never decode to the same bytes. Error messages never quote the input
  * (it is often a key or a token).
  */
 #ifndef UTIL_BASE64_H
@@ -22,6 +22,9 @@ enum base64_flags {
 	BASE64_SKIP_NEWLINES = 1 << 2, /* decode: ignore '\r' and '\n' (as
 					  Go's decoder does for kubeconfig
 					  -data fields) */
+	BASE64_ANY_LAST_BITS = 1 << 3, /* decode: accept non-zero bits left
+					  over in the last quantum (Go's
+					  non-strict StdEncoding) */
 };
 
 /* Bytes base64_encode() appends for `len` input bytes (with padding). */

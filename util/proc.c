@@ -25,6 +25,7 @@
  * No global state: concurrent calls from several threads are independent.
  */
 #include "util/proc.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -110,10 +111,7 @@ struct run {
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)clk_mono_ms();
 }
 
 static void close_fd(int *fd)

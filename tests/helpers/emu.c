@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/base64.h"
+
 #define START_TIMEOUT_MS 10000
 #define STOP_TIMEOUT_MS	 5000
 #define POLL_MS		 20
@@ -273,43 +275,6 @@ void test_emu_stop(struct test_emu *e)
 	e->dir[0] = '\0';
 }
 
-static int b64val(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64 (padding optional) into `out`. 0 or -1. */
-static int b64decode(const char *s, size_t len, struct buf *out)
-{
-	unsigned acc = 0, bits = 0;
-	size_t i;
-	int v;
-
-	for (i = 0; i < len && s[i] != '='; i++) {
-		v = b64val((unsigned char)s[i]);
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (buf_addch(out, (char)((acc >> bits) & 0xff)) < 0)
-				return -1;
-		}
-	}
-	return 0;
-}
-
 /* The value of the first "KEY: value" line of the kubeconfig, or NULL. */
 static char *kubeconfig_value(const struct buf *kc, const char *key)
 {
@@ -349,7 +314,7 @@ int test_emu_config(struct test_emu *e, struct kube_config *cfg)
 	if (!cfg->source || !cfg->server || !cfg->token || !cfg->namespace ||
 	    !ca64)
 		goto out;
-	if (b64decode(ca64, strlen(ca64), &cfg->ca_pem) < 0) {
+	if (base64_decode(&cfg->ca_pem, ca64, strlen(ca64), 0) < 0) {
 		fprintf(stderr, "test_emu_config: bad CA data in %s\n",
 			e->kubeconfig);
 		goto out;

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "tests/kube-emu/emu.h"
+#include "util/clock.h"
 
 /* Most webhooks or rollout rules one server keeps. */
 #define MAX_RULES 256
@@ -79,23 +80,6 @@ struct emu_actors {
 	bool thread_ok;
 	pthread_t thread;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void now_rfc3339(char out[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static const char *meta_str(const json_t *obj, const char *key)
 {
@@ -1038,7 +1022,7 @@ void emu_actors_notify(struct emu_actors *a, const struct emu_resource *res,
 		    !strcmp(p->name, name)) {
 			if (p->gen != gen) {
 				p->gen = gen;
-				p->due_ms = now_ms() + r->delay_ms;
+				p->due_ms = clk_mono_ms() + r->delay_ms;
 				pthread_cond_signal(&a->wake);
 			}
 			goto out;
@@ -1051,7 +1035,7 @@ void emu_actors_notify(struct emu_actors *a, const struct emu_resource *res,
 	p->ns = strdup(ns);
 	p->name = strdup(name);
 	p->gen = gen;
-	p->due_ms = now_ms() + r->delay_ms;
+	p->due_ms = clk_mono_ms() + r->delay_ms;
 	if (!p->ns || !p->name) {
 		pending_free(p);
 		goto out;
@@ -1104,7 +1088,7 @@ static json_t *condition(const json_t *old_status, const char *type, bool ok,
 	json_t *cond;
 	size_t i;
 
-	now_rfc3339(now);
+	clk_rfc3339_format(time(NULL), now);
 	json_array_foreach(conds, i, c)
 	{
 		if (!strcmp(json_string_value(json_object_get(c, "type")) ?: "",
@@ -1248,7 +1232,7 @@ static json_t *job_status(const json_t *obj, bool fail)
 	const char *reason, *message;
 	char now[32];
 
-	now_rfc3339(now);
+	clk_rfc3339_format(time(NULL), now);
 	if (json_is_integer(v = json_object_get(spec, "completions")))
 		completions = json_integer_value(v);
 	if (json_is_integer(v = json_object_get(spec, "backoffLimit")))
@@ -1355,7 +1339,7 @@ static void *rollout_thread(void *arg)
 			pthread_cond_wait(&a->wake, &a->lock);
 			continue;
 		}
-		now = now_ms();
+		now = clk_mono_ms();
 		if ((*first)->due_ms > now) {
 			ts.tv_sec = (time_t)((*first)->due_ms / 1000);
 			ts.tv_nsec = (long)((*first)->due_ms % 1000) * 1000000;

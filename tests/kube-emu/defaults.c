@@ -17,6 +17,7 @@
 
 #include "diff/diff.h"
 #include "tests/kube-emu/emu.h"
+#include "util/base64.h"
 
 /* 10.96.0.0/12, the default service CIDR of kubeadm and kind. */
 #define CLUSTER_IP_BASE 0x0a600000u
@@ -1157,30 +1158,6 @@ static void endpoints(json_t *obj)
 	}
 }
 
-static void base64_encode(const unsigned char *s, size_t len, struct buf *out)
-{
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq"
-				  "rstuvwxyz0123456789+/";
-	size_t i;
-
-	for (i = 0; i + 2 < len; i += 3) {
-		buf_addch(out, tbl[s[i] >> 2]);
-		buf_addch(out, tbl[((s[i] & 3) << 4) | (s[i + 1] >> 4)]);
-		buf_addch(out, tbl[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)]);
-		buf_addch(out, tbl[s[i + 2] & 63]);
-	}
-	if (len - i == 1) {
-		buf_addch(out, tbl[s[i] >> 2]);
-		buf_addch(out, tbl[(s[i] & 3) << 4]);
-		buf_adds(out, "==");
-	} else if (len - i == 2) {
-		buf_addch(out, tbl[s[i] >> 2]);
-		buf_addch(out, tbl[((s[i] & 3) << 4) | (s[i + 1] >> 4)]);
-		buf_addch(out, tbl[(s[i + 1] & 15) << 2]);
-		buf_addch(out, '=');
-	}
-}
-
 /* Secret: type Opaque; stringData folded into data, where it wins. */
 static void secret(json_t *obj)
 {
@@ -1207,9 +1184,8 @@ static void secret(json_t *obj)
 			if (!json_is_string(v) || !data)
 				continue;
 			buf_reset(&enc);
-			base64_encode(
-				(const unsigned char *)json_string_value(v),
-				json_string_length(v), &enc);
+			base64_encode(&enc, json_string_value(v),
+				      json_string_length(v), 0);
 			json_object_set_new(data, key,
 					    json_string(buf_cstr(&enc)));
 		}

@@ -41,6 +41,8 @@
 
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/tls.h"
+#include "util/base64.h"
+#include "util/clock.h"
 
 /* How long a watch's reader waits before checking its client, in ms. */
 #define WATCH_POLL_MS 200
@@ -413,12 +415,11 @@ static int write_kubeconfig(const char *path, const char *host,
 	FILE *f;
 	int error = 0;
 
-	if ((tls && emu_base64(tls->ca.ptr, tls->ca.len, &ca64) < 0) ||
-	    (client_cert &&
-	     (emu_base64(tls->client_cert.ptr, tls->client_cert.len,
-			 &crt64) < 0 ||
-	      emu_base64(tls->client_key.ptr, tls->client_key.len, &key64) <
-		      0))) {
+	if ((tls && base64_encode(&ca64, tls->ca.ptr, tls->ca.len, 0) < 0) ||
+	    (client_cert && (base64_encode(&crt64, tls->client_cert.ptr,
+					   tls->client_cert.len, 0) < 0 ||
+			     base64_encode(&key64, tls->client_key.ptr,
+					   tls->client_key.len, 0) < 0))) {
 		buf_release(&ca64);
 		buf_release(&crt64);
 		buf_release(&key64);
@@ -598,12 +599,7 @@ static void *persist_main(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += PERSIST_POLL_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = clk_mono_after_ms(PERSIST_POLL_MS);
 		pthread_cond_timedwait(&p->wake, &p->lock, &until);
 		if (p->stop)
 			break;

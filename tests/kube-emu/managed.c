@@ -14,6 +14,7 @@
 #include "diff/diff.h"
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/types.h"
+#include "util/clock.h"
 
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 static struct diff_schemas *schemas;
@@ -454,15 +455,6 @@ static const char *const *reset_fields(const struct emu_resource *res,
 	return status_reset;
 }
 
-static void now_rfc3339(char out[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static bool str_is(const json_t *v, const char *s)
 {
 	const char *have = json_string_value(v);
@@ -607,7 +599,7 @@ int emu_managed_update(json_t *obj, const json_t *old,
 	}
 
 	out = json_array();
-	now_rfc3339(ts);
+	clk_rfc3339_format(time(NULL), ts);
 	/* The writer's own share of this write. */
 	mine = minus(diff_fieldset_difference(touched, w.removed), tmp);
 	if (!mine || !entries || !out) {
@@ -708,7 +700,7 @@ int emu_managed_apply(struct diff_ssa_result *out, const json_t *live,
 		memset(out, 0, sizeof(*out));
 		return ERR_NOMEM;
 	}
-	now_rfc3339(ts);
+	clk_rfc3339_format(time(NULL), ts);
 	error = diff_ssa_apply(out, live, applied, schema, manager, force, ts,
 			       err);
 	emu_schema_release();

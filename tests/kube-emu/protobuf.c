@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tests/kube-emu/emu.h"
+#include "util/base64.h"
 
 struct pb {
 	const unsigned char *p;
@@ -75,31 +76,6 @@ static json_t *pb_string(const struct pb *s)
 	return json_stringn((const char *)s->p, (size_t)(s->end - s->p));
 }
 
-static void base64(const struct pb *s, struct buf *out)
-{
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
-				  "qrstuvwxyz0123456789+/";
-	const unsigned char *p = s->p;
-	size_t n = (size_t)(s->end - s->p), i;
-	uint32_t v;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		buf_addch(out, tbl[v >> 18]);
-		buf_addch(out, tbl[(v >> 12) & 63]);
-		buf_addch(out, tbl[(v >> 6) & 63]);
-		buf_addch(out, tbl[v & 63]);
-	}
-	if (n - i == 1) {
-		v = (uint32_t)p[i] << 16;
-		buf_addf(out, "%c%c==", tbl[v >> 18], tbl[(v >> 12) & 63]);
-	} else if (n - i == 2) {
-		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-		buf_addf(out, "%c%c%c=", tbl[v >> 18], tbl[(v >> 12) & 63],
-			 tbl[(v >> 6) & 63]);
-	}
-}
-
 /* A map entry {1 key, 2 value} into obj[key]; bytes values as base64. */
 static int pb_map_entry(struct pb *in, json_t *obj, bool bytes)
 {
@@ -123,7 +99,7 @@ static int pb_map_entry(struct pb *in, json_t *obj, bool bytes)
 		val.end = key.end;
 	}
 	if (bytes) {
-		base64(&val, &b);
+		base64_encode(&b, val.p, (size_t)(val.end - val.p), 0);
 		json_object_setn_new(obj, (const char *)key.p,
 				     (size_t)(key.end - key.p),
 				     json_string(buf_cstr(&b)));

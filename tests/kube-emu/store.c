@@ -12,18 +12,10 @@
 #include "tests/kube-emu/emu.h"
 #include "util/base64.h"
 #include "tests/kube-emu/types.h"
+#include "util/clock.h"
 
 static const char *const initial_namespaces[] = {"default", "kube-system",
 						 "kube-public", NULL};
-
-static void now_rfc3339(char out[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static void new_uid(char out[37])
 {
@@ -1026,7 +1018,7 @@ int emu_store_create(struct emu_store *st, const struct emu_resource *res,
 	else
 		json_object_del(meta, "namespace");
 	new_uid(uid);
-	now_rfc3339(ts);
+	clk_rfc3339_format(time(NULL), ts);
 	json_object_set_new(meta, "uid", json_string(uid));
 	json_object_del(meta, "resourceVersion");
 	json_object_set_new(meta, "creationTimestamp", json_string(ts));
@@ -1439,7 +1431,7 @@ int emu_store_delete_opts(struct emu_store *st, const struct emu_resource *res,
 		json_object_del(meta, "finalizers");
 	if (json_array_size(fin) || is_ns) {
 		if (!json_object_get(meta, "deletionTimestamp")) {
-			now_rfc3339(ts);
+			clk_rfc3339_format(time(NULL), ts);
 			json_object_set_new(meta, "deletionTimestamp",
 					    json_string(ts));
 			/*

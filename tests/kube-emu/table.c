@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "tests/kube-emu/emu.h"
+#include "util/clock.h"
 
 /* A column: its name, type, format and priority (0 shown by default). */
 struct column {
@@ -67,11 +68,9 @@ static void add_fmt(json_t *cells, const char *fmt, json_int_t a, json_int_t b)
 
 static time_t parse_time(const char *s)
 {
-	struct tm tm = {0};
+	time_t t;
 
-	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		return (time_t)-1;
-	return timegm(&tm);
+	return clk_rfc3339_parse(s, &t) < 0 ? (time_t)-1 : t;
 }
 
 /*

@@ -39,31 +39,6 @@ void emu_tls_release(struct emu_tls *t)
 	buf_release(&t->client_cert);
 }
 
-int emu_base64(const void *data, size_t len, struct buf *out)
-{
-	static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				     "abcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char *p = data;
-	char quad[4];
-	size_t i;
-
-	for (i = 0; i < len; i += 3) {
-		unsigned long v = (unsigned long)p[i] << 16;
-
-		if (i + 1 < len)
-			v |= (unsigned long)p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		quad[0] = digits[(v >> 18) & 63];
-		quad[1] = digits[(v >> 12) & 63];
-		quad[2] = i + 1 < len ? digits[(v >> 6) & 63] : '=';
-		quad[3] = i + 2 < len ? digits[v & 63] : '=';
-		if (buf_add(out, quad, sizeof(quad)) < 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Remove the directory and the files openssl left in it. */
 static void remove_dir(const char *dir)
 {

@@ -46,7 +46,4 @@ int emu_tls_generate_client(struct emu_tls *t, const char *ip,
 
 void emu_tls_release(struct emu_tls *t);
 
-/* Append the base64 (RFC 4648, padded) of data[0..len) to `out`. */
-int emu_base64(const void *data, size_t len, struct buf *out);
-
 #endif

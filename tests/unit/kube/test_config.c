@@ -1100,6 +1100,10 @@ Test(base64, strict_and_url)
 	check_decode("Zg", BASE64_NOPAD, "f"); /* allowed when asked */
 	check_decode("Zh==", 0, NULL);	       /* non-zero trailing bits */
 	check_decode("Zm9=", 0, NULL);
+	/* ... which Go's non-strict StdEncoding (YAML !!binary) accepts */
+	check_decode("Zh==", BASE64_ANY_LAST_BITS, "f");
+	check_decode("Zm9=", BASE64_ANY_LAST_BITS, "fo");
+	check_decode("Zh", BASE64_ANY_LAST_BITS, NULL);
 	check_decode("Z===", 0, NULL);
 	check_decode("Zg==Zg==", 0, NULL); /* data after padding */
 	check_decode("Zg=", 0, NULL);

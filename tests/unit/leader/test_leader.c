@@ -19,6 +19,7 @@
 #include "syncd/kube.h"
 #include "syncd/leader.h"
 #include "tests/helpers/emu.h"
+#include "util/clock.h"
 
 #define NS	"kube-system"
 #define LEASE	"syncd-leader"
@@ -47,14 +48,6 @@ static struct kube_client *client; /* the test's own reads and writes */
 static struct kube_discovery *disc;
 static struct elector el[2];
 static struct err err = ERR_INIT;
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 static void pause_ms(long ms)
 {
@@ -168,9 +161,9 @@ static void elector_start(int i, long lease_ms, long renew_ms, long retry_ms)
 
 static bool wait_leader(int i, long ms)
 {
-	long deadline = now_ms() + ms;
+	uint64_t deadline = clk_mono_ms() + ms;
 
-	while (!leader_is_leader(el[i].l) && now_ms() < deadline)
+	while (!leader_is_leader(el[i].l) && clk_mono_ms() < deadline)
 		pause_ms(10);
 	return leader_is_leader(el[i].l);
 }
@@ -220,7 +213,7 @@ Test(leader, alone_becomes_leader_and_renews)
 {
 	json_t *lease, *later = NULL;
 	char acquired[64], renewed[64];
-	long deadline;
+	uint64_t deadline;
 
 	elector_start(0, 1200, 800, 200);
 	cr_assert(wait_leader(0, WAIT_MS), "the only candidate never led");
@@ -240,13 +233,13 @@ Test(leader, alone_becomes_leader_and_renews)
 	json_decref(lease);
 
 	/* renewTime moves on while it leads; acquireTime stays. */
-	deadline = now_ms() + WAIT_MS;
+	deadline = clk_mono_ms() + WAIT_MS;
 	do {
 		pause_ms(50);
 		json_decref(later);
 		later = get_lease();
 	} while (!strcmp(spec_str(later, "renewTime"), renewed) &&
-		 now_ms() < deadline);
+		 clk_mono_ms() < deadline);
 	cr_assert_str_neq(spec_str(later, "renewTime"), renewed,
 			  "renewTime never advanced");
 	cr_assert_gt(strcmp(spec_str(later, "renewTime"), renewed), 0,
@@ -266,19 +259,20 @@ Test(leader, alone_becomes_leader_and_renews)
 
 Test(leader, two_electors_never_both_lead)
 {
-	long deadline, samples = 0, led[2] = {0, 0};
+	uint64_t deadline;
+	long samples = 0, led[2] = {0, 0};
 	int leader;
 	json_t *lease;
 
 	elector_start(0, 1200, 800, 200);
 	elector_start(1, 1200, 800, 200);
-	deadline = now_ms() + WAIT_MS;
+	deadline = clk_mono_ms() + WAIT_MS;
 	while (!leader_is_leader(el[0].l) && !leader_is_leader(el[1].l) &&
-	       now_ms() < deadline)
+	       clk_mono_ms() < deadline)
 		pause_ms(10);
 
-	deadline = now_ms() + 3000;
-	while (now_ms() < deadline) {
+	deadline = clk_mono_ms() + 3000;
+	while (clk_mono_ms() < deadline) {
 		bool a = leader_is_leader(el[0].l);
 		bool b = leader_is_leader(el[1].l);
 
@@ -383,7 +377,7 @@ Test(leader, crashed_leader_is_replaced_after_lease_duration)
 
 Test(leader, failed_renewals_stop_leading)
 {
-	long deadline;
+	uint64_t deadline;
 
 	elector_start(0, 1200, 800, 200);
 	cr_assert(wait_leader(0, WAIT_MS));
@@ -395,8 +389,8 @@ Test(leader, failed_renewals_stop_leading)
 	cr_assert_eq(test_emu_faults(&emu, "verb=update,resource=" LEASES
 					   ",code=503,retryAfter=0,count=60"),
 		     0);
-	deadline = now_ms() + WAIT_MS;
-	while (atomic_load(&el[0].p.stopped) == 0 && now_ms() < deadline)
+	deadline = clk_mono_ms() + WAIT_MS;
+	while (atomic_load(&el[0].p.stopped) == 0 && clk_mono_ms() < deadline)
 		pause_ms(10);
 	cr_assert_eq(atomic_load(&el[0].p.stopped), 1,
 		     "stopped_leading was not called");
@@ -405,8 +399,8 @@ Test(leader, failed_renewals_stop_leading)
 	cr_assert_gt(test_emu_count(&emu, "update", LEASES, 503), 0);
 
 	/* When the API answers again, it leads again (it is the holder). */
-	deadline = now_ms() + 30000;
-	while (atomic_load(&el[0].p.started) < 2 && now_ms() < deadline)
+	deadline = clk_mono_ms() + 30000;
+	while (atomic_load(&el[0].p.started) < 2 && clk_mono_ms() < deadline)
 		pause_ms(10);
 	cr_assert_eq(atomic_load(&el[0].p.started), 2);
 	cr_assert(wait_leader(0, WAIT_MS));
@@ -418,7 +412,7 @@ Test(leader, fresh_foreign_lease_is_not_taken)
 	struct timespec ts;
 	struct tm tm;
 	json_t *lease;
-	long deadline;
+	uint64_t deadline;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
@@ -437,9 +431,9 @@ Test(leader, fresh_foreign_lease_is_not_taken)
 
 	elector_start(0, 1200, 800, 200);
 	/* Let it look at the Lease several times. */
-	deadline = now_ms() + WAIT_MS;
+	deadline = clk_mono_ms() + WAIT_MS;
 	while (test_emu_count(&emu, "get", LEASES, 200) < 6 &&
-	       now_ms() < deadline)
+	       clk_mono_ms() < deadline)
 		pause_ms(20);
 	cr_assert_geq(test_emu_count(&emu, "get", LEASES, 200), 6);
 	cr_assert_not(leader_is_leader(el[0].l));

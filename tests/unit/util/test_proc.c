@@ -25,17 +25,10 @@
 #include <unistd.h>
 
 #include "util/proc.h"
+#include "util/clock.h"
 
 /* No test may take this long: proves that nothing hung. */
 #define HANG_MS 10000
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void become_subreaper(void)
 {
@@ -51,7 +44,7 @@ static void become_subreaper(void)
  */
 static bool reap_orphan(pid_t pid, int *status)
 {
-	int64_t end = now_ms() + HANG_MS;
+	int64_t end = clk_mono_ms() + HANG_MS;
 
 	for (;;) {
 		pid_t r = waitpid(pid, status, WNOHANG);
@@ -66,7 +59,7 @@ static bool reap_orphan(pid_t pid, int *status)
 			cr_assert_eq(errno, ESRCH);
 			return false;
 		}
-		cr_assert_lt(now_ms(), end, "process %d still alive", (int)pid);
+		cr_assert_lt(clk_mono_ms(), end, "process %d still alive", (int)pid);
 		usleep(10000);
 	}
 }
@@ -430,9 +423,9 @@ Test(proc, timeout_kills_the_whole_group)
 
 	become_subreaper();
 	opts.timeout_ms = 200;
-	start = now_ms();
+	start = clk_mono_ms();
 	cr_assert_eq(proc_run(&res, argv, &opts, &err), ERR_TIMEOUT);
-	cr_assert_lt(now_ms() - start, HANG_MS);
+	cr_assert_lt(clk_mono_ms() - start, HANG_MS);
 	cr_assert(res.timed_out);
 	cr_assert(res.signaled);
 	cr_assert_eq(res.term_signal, SIGKILL);
@@ -454,13 +447,13 @@ Test(proc, timeout_with_unread_stdin)
 	struct proc_options opts = PROC_OPTIONS_INIT;
 	struct proc_result res = PROC_RESULT_INIT;
 	char *data = pattern(len);
-	int64_t start = now_ms();
+	int64_t start = clk_mono_ms();
 
 	opts.stdin_data = data;
 	opts.stdin_len = len;
 	opts.timeout_ms = 200;
 	cr_assert_eq(proc_run(&res, argv, &opts, NULL), ERR_TIMEOUT);
-	cr_assert_lt(now_ms() - start, HANG_MS);
+	cr_assert_lt(clk_mono_ms() - start, HANG_MS);
 	cr_assert(res.timed_out);
 	proc_result_release(&res);
 	free(data);
@@ -571,9 +564,9 @@ Test(proc, background_grandchild_holding_stdout_does_not_hang)
 	int bg_pid = 0;
 
 	become_subreaper();
-	start = now_ms();
+	start = clk_mono_ms();
 	cr_assert_eq(proc_run(&res, argv, &opts, NULL), 0);
-	cr_assert_lt(now_ms() - start, HANG_MS);
+	cr_assert_lt(clk_mono_ms() - start, HANG_MS);
 	cr_assert(res.exited);
 	cr_assert_eq(res.exit_code, 5);
 	cr_assert_not(res.timed_out);

@@ -15,6 +15,7 @@
 #include "syncd/kube.h"
 #include "syncd/watchcache.h"
 #include "tests/helpers/emu.h"
+#include "util/clock.h"
 
 #define MANAGER "test"
 #define WAIT_MS 20000L
@@ -151,10 +152,7 @@ static void delete_cm(const char *ns, const char *name)
 
 static long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	return (long)clk_mono_ms();
 }
 
 static void pause_ms(long ms)

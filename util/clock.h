@@ -1,0 +1,34 @@
+/*
+ * clock: monotonic time for timeouts, backoff and timed waits, and RFC
+ * 3339 times as the Kubernetes API writes them.
+ */
+#ifndef UTIL_CLOCK_H
+#define UTIL_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* "2026-11-29T10:05:00Z" and its terminating NUL. */
+#define CLK_RFC3339_SIZE 21
+
+/* CLOCK_MONOTONIC in milliseconds and in nanoseconds. */
+uint64_t clk_mono_ms(void);
+uint64_t clk_mono_ns(void);
+
+/*
+ * The absolute CLOCK_MONOTONIC time `ms` from now (at most a day ahead),
+ * for waits on a condition variable whose clock is CLOCK_MONOTONIC.
+ */
+struct timespec clk_mono_after_ms(uint64_t ms);
+
+/*
+ * Parse an RFC 3339 time ("2026-11-29T10:05:00Z"; a fraction, a "t" or
+ * " " separator and "+01:00" offsets allowed) into *out. 0, or ERR_PARSE
+ * when malformed.
+ */
+int clk_rfc3339_parse(const char *s, time_t *out);
+
+/* `t` in UTC as "2026-11-29T10:05:00Z" (whole seconds, as metav1.Time). */
+void clk_rfc3339_format(time_t t, char out[CLK_RFC3339_SIZE]);
+
+#endif
