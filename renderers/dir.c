@@ -11,6 +11,7 @@
  */
 #include "renderers/render.h"
 #include "renderers/internal.h"
+#include "util/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -85,59 +86,6 @@ static bool selected(const struct walk *w, const char *rel)
 	return true;
 }
 
-int render_read_file(struct buf *out, const char *path, const char *rel,
-		     size_t max, struct err *err)
-{
-	struct stat st;
-	int fd, error = 0;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return err_set(err, ERR_IO, "%s: cannot open: %s", rel,
-			       strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		error = err_set(err, ERR_IO, "%s: cannot stat: %s", rel,
-				strerror(errno));
-		goto out;
-	}
-	if ((size_t)st.st_size > max) {
-		error = err_set(err, ERR_LIMIT,
-				"%s: file is %lld bytes, over the %zu-byte limit",
-				rel, (long long)st.st_size, max);
-		goto out;
-	}
-	buf_init(out, max);
-	if (buf_grow(out, (size_t)st.st_size) < 0) {
-		error = err_set(err, ERR_NOMEM, "%s: out of memory", rel);
-		goto out;
-	}
-	for (;;) {
-		char chunk[65536];
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			error = err_set(err, ERR_IO, "%s: read failed: %s", rel,
-					strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		/* The file may grow between fstat and read: the cap holds. */
-		if (buf_add(out, chunk, (size_t)n) < 0) {
-			error = err_set(err, ERR_LIMIT,
-					"%s: file is over the %zu-byte limit",
-					rel, max);
-			goto out;
-		}
-	}
-out:
-	close(fd);
-	if (error)
-		buf_release(out);
-	return error;
-}
-
 bool render_is_list_kind(const json_t *doc)
 {
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
@@ -187,7 +135,7 @@ static void render_file(struct walk *w, const char *path, const char *rel)
 	struct buf origin = BUF_INIT;
 	int error;
 
-	if ((error = render_read_file(&data, path, rel, w->max_file_size,
+	if ((error = file_read(&data, path, rel, w->max_file_size,
 				     w->err)) < 0) {
 		walk_fail(w, error);
 		return;

@@ -27,6 +27,7 @@
  */
 #include "renderers/render.h"
 #include "renderers/internal.h"
+#include "util/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -117,7 +118,7 @@ static int read_import(const char *real, const char *inside, struct buf *data,
 		buf_adds(why, "not a regular file");
 		return -1;
 	}
-	if (render_read_file(data, real, inside, RENDER_MAX_FILE_SIZE, &e) <
+	if (file_read(data, real, inside, RENDER_MAX_FILE_SIZE, &e) <
 	    0) {
 		buf_adds(why, err_first(&e));
 		error = -1;
@@ -516,7 +517,7 @@ int render_jsonnet(struct diff_objset *out, const char *root,
 
 	if ((error = find_main(&c, opts->file, &real_main, &name, err)) < 0)
 		goto out;
-	if ((error = render_read_file(&text, real_main, name,
+	if ((error = file_read(&text, real_main, name,
 				      RENDER_MAX_FILE_SIZE, err)) < 0)
 		goto out;
 	if (memchr(buf_cstr(&text), '\0', text.len)) {

@@ -63,13 +63,6 @@ void render_docs_release(struct render_docs *docs);
 int render_parse(struct render_docs *out, const char *data, size_t len,
 		 const char *name, struct err *err);
 
-/*
- * Read a whole file into *out (caller releases it), refusing more than
- * `max` bytes (ERR_LIMIT). Messages name the file as `rel`.
- */
-int render_read_file(struct buf *out, const char *path, const char *rel,
-		     size_t max, struct err *err);
-
 /* Options of the directory renderer. */
 #define RENDER_DIR_OPTIONS_VERSION 1
 

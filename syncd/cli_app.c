@@ -14,6 +14,7 @@
 #include "syncd/cli_app.h"
 #include "util/log.h"
 #include "util/sha256.h"
+#include "util/file.h"
 
 /* Format of the render cache files; bump when it changes. */
 #define RENDER_CACHE_VERSION 1
@@ -131,7 +132,7 @@ bool cli_render_cache_read(const char *file, struct diff_objset *out)
 	bool ok = false;
 
 	if (access(file, R_OK) < 0 ||
-	    render_read_file(&data, file, file, RENDER_CACHE_MAX, &err) < 0)
+	    file_read(&data, file, file, RENDER_CACHE_MAX, &err) < 0)
 		goto out;
 	doc = json_loadb(data.ptr, data.len, 0, NULL);
 	objs = json_object_get(doc, "objects");

@@ -13,6 +13,7 @@
 
 #include "renderers/render.h"
 #include "syncd/cli_render.h"
+#include "util/file.h"
 
 enum {
 	OPT_INCLUDE = CLI_RENDER_OPT,
@@ -469,7 +470,7 @@ int cli_render_read_vars(struct cli_strv *out, const char *path,
 	struct buf data = BUF_INIT;
 	int error;
 
-	if ((error = render_read_file(&data, path, path,
+	if ((error = file_read(&data, path, path,
 				      CLI_RENDER_MAX_VARS_FILE, err)) < 0)
 		return error;
 	if (looks_like_dotenv(buf_cstr(&data), buf_cstr(&data) + data.len))

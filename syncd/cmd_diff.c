@@ -15,6 +15,7 @@
 #include "syncd/app.h"
 #include "syncd/cli.h"
 #include "syncd/cli_app.h"
+#include "util/file.h"
 
 static const char usage[] =
 	"usage: syncd diff PATH [--kubeconfig FILE] [--context NAME] [-n NS]\n"
@@ -133,7 +134,7 @@ static int load_ignore_rules(struct diff_ignore_rule *rules, size_t *nrules,
 	int error;
 
 	*doc = NULL;
-	if ((error = render_read_file(&data, path, path, 1u << 20, err)) < 0)
+	if ((error = file_read(&data, path, path, 1u << 20, err)) < 0)
 		return error;
 	if ((error = render_parse(&docs, buf_cstr(&data), data.len, path,
 				  err)) < 0)

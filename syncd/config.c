@@ -14,6 +14,7 @@
 
 #include "syncd/config.h"
 #include "util/buf.h"
+#include "util/file.h"
 
 #define CONFIG_MAX_PATH 1024
 
@@ -1239,7 +1240,7 @@ int config_load(struct config **out, const char *path, struct err *err)
 
 	*out = NULL;
 	memset(&w, 0, sizeof(w));
-	if ((error = render_read_file(&data, path, path, CONFIG_MAX_FILE_SIZE,
+	if ((error = file_read(&data, path, path, CONFIG_MAX_FILE_SIZE,
 				      err)) < 0)
 		goto out;
 	if ((error = render_parse(&docs, buf_cstr(&data), data.len, path,

@@ -25,6 +25,7 @@
 #include "util/proc.h"
 #include "util/sha256.h"
 #include "util/clock.h"
+#include "util/file.h"
 
 #define HEXSZ GIT_SOURCE_OID_HEXSZ
 /* Secrets, signatures and known_hosts output are small. */
@@ -345,44 +346,6 @@ static void cache_unlock(struct git_source *s)
 	flock(s->lock_fd, LOCK_UN);
 }
 
-/* Read a small secret file, without its trailing newline. */
-static int read_small_file(const char *path, struct buf *b, size_t cap,
-			   struct err *err)
-{
-	char chunk[1024];
-	ssize_t n;
-	int fd, error = 0;
-
-	buf_init(b, cap);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return err_set(err, ERR_IO, "%s: %s", path,
-			       err_errno_str(errno));
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		if (buf_add(b, chunk, (size_t)n) < 0) {
-			error = err_set(err, ERR_LIMIT,
-					"%s: longer than %zu bytes", path, cap);
-			break;
-		}
-	if (n < 0 && !error)
-		error = err_set(err, ERR_IO, "%s: %s", path,
-				err_errno_str(errno));
-	explicit_bzero(chunk, sizeof(chunk));
-	close(fd);
-	while (!error && b->len && (b->ptr[b->len - 1] == '\n' ||
-				    b->ptr[b->len - 1] == '\r'))
-		b->ptr[--b->len] = '\0';
-	if (!error && !b->ptr)
-		error = buf_adds(b, "");
-	return error;
-}
-
-static void secret_release(struct buf *b)
-{
-	if (b->ptr)
-		explicit_bzero(b->ptr, b->alloc);
-	buf_release(b);
-}
-
 /* The HTTPS password or token: file first, then environment variable. */
 static int read_secret(struct git_source *s, struct buf *b, bool *found,
 		       struct err *err)
@@ -395,7 +358,7 @@ static int read_secret(struct git_source *s, struct buf *b, bool *found,
 	*found = false;
 	if (file) {
 		*found = true;
-		return read_small_file(file, b, SECRET_CAP, err);
+		return file_read_secret(b, file, SECRET_CAP, err);
 	}
 	if (env) {
 		if (!(v = getenv(env)))
@@ -466,8 +429,8 @@ static int cb_credentials(git_credential **out, const char *url,
 			char *pub = NULL;
 
 			if (s->ssh_passphrase_file &&
-			    read_small_file(s->ssh_passphrase_file, &pass,
-					    SECRET_CAP, &e) < 0) {
+			    file_read_secret(&pass, s->ssh_passphrase_file,
+					     SECRET_CAP, &e) < 0) {
 				cb_fail(s, "%s", err_first(&e));
 				error = GIT_EUSER;
 				goto out;
@@ -491,8 +454,8 @@ static int cb_credentials(git_credential **out, const char *url,
 		}
 	}
 out:
-	secret_release(&secret);
-	secret_release(&pass);
+	file_secret_release(&secret);
+	file_secret_release(&pass);
 	err_release(&e);
 	return error;
 }
@@ -1694,7 +1657,7 @@ static void state_read(const char *path, struct state *st)
 	char *line, *save = NULL;
 
 	memset(st, 0, sizeof(*st));
-	if (read_small_file(path, &b, 4096, NULL) < 0)
+	if (file_read_secret(&b, path, 4096, NULL) < 0)
 		goto out;
 	for (line = strtok_r(b.ptr, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {

@@ -24,6 +24,7 @@
 #include <microhttpd.h>
 
 #include "util/sha256.h"
+#include "util/file.h"
 
 #define DEFAULT_MAX_BODY  ((size_t)1 << 20)
 #define DEFAULT_TIMEOUT_S 10u
@@ -122,42 +123,6 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned code,
 	ret = MHD_queue_response(conn, code, r);
 	MHD_destroy_response(r);
 	return ret;
-}
-
-/*
- * Read a secret: at most SECRET_MAX bytes, one trailing newline (or
- * CRLF) dropped. Returns its length, or -1 when the file cannot be read
- * or is too long. `out` has room for SECRET_MAX + 1 bytes. The file name
- * is not secret but is not echoed either: the caller answers 500.
- */
-static ssize_t read_secret(const char *path, char *out)
-{
-	size_t len = 0;
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		n = read(fd, out + len, SECRET_MAX + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len > SECRET_MAX)
-			break;
-	}
-	close(fd);
-	if (n < 0 || len > SECRET_MAX)
-		return -1;
-	if (len && out[len - 1] == '\n')
-		len--;
-	if (len && out[len - 1] == '\r')
-		len--;
-	out[len] = '\0';
-	return (ssize_t)len;
 }
 
 /*
@@ -262,31 +227,30 @@ static enum MHD_Result unknown_app(struct MHD_Connection *conn,
 static enum MHD_Result serve_sync(struct httpd *d, struct MHD_Connection *conn,
 				  const char *name)
 {
-	char token[SECRET_MAX + 1];
+	struct buf token = BUF_INIT;
 	const char *auth;
-	ssize_t len;
 	int rc;
 
 	if (!d->api_token_file)
 		return reply_error(conn, MHD_HTTP_FORBIDDEN,
 				   "no API token is configured");
-	len = read_secret(d->api_token_file, token);
-	if (len < 0)
+	/* The file name is not secret but is not echoed either. */
+	if (file_read_secret(&token, d->api_token_file, SECRET_MAX, NULL) < 0)
 		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				   "cannot read the API token file");
 	auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					   MHD_HTTP_HEADER_AUTHORIZATION);
 	/* An empty token file opens nothing. */
-	if (!len || !auth || strncasecmp(auth, "Bearer ", 7) ||
-	    !secret_equal(auth + 7, strlen(auth + 7), token, (size_t)len)) {
-		explicit_bzero(token, sizeof(token));
+	if (!token.len || !auth || strncasecmp(auth, "Bearer ", 7) ||
+	    !secret_equal(auth + 7, strlen(auth + 7), token.ptr, token.len)) {
+		file_secret_release(&token);
 		return reply_json_auth(conn, MHD_HTTP_UNAUTHORIZED,
 				       json_pack("{s:s}", "error",
 						 "missing or wrong bearer "
 						 "token"),
 				       "Bearer");
 	}
-	explicit_bzero(token, sizeof(token));
+	file_secret_release(&token);
 	rc = d->h.sync ? d->h.sync(d->h.ctx, name) : ERR_NOTFOUND;
 	if (rc == ERR_NOTFOUND)
 		return unknown_app(conn, name);
@@ -371,10 +335,9 @@ static bool github_signed(const char *secret, size_t slen, const char *sig,
 static enum MHD_Result serve_hook(struct httpd *d, struct MHD_Connection *conn,
 				  const struct buf *body)
 {
-	char secret[SECRET_MAX + 1];
+	struct buf secret = BUF_INIT;
 	const char *gh_event, *gl_event, *sig, *file;
 	bool github, ok;
-	ssize_t len;
 
 	gh_event = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					       "X-GitHub-Event");
@@ -397,15 +360,16 @@ static enum MHD_Result serve_hook(struct httpd *d, struct MHD_Connection *conn,
 	if (!file || !sig)
 		return reply_error(conn, MHD_HTTP_UNAUTHORIZED,
 				   "missing or bad signature");
-	len = read_secret(file, secret);
-	if (len < 0)
+	if (file_read_secret(&secret, file, SECRET_MAX, NULL) < 0)
 		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				   "cannot read the webhook secret file");
 	if (github)
-		ok = len && github_signed(secret, (size_t)len, sig, body);
+		ok = secret.len &&
+		     github_signed(secret.ptr, secret.len, sig, body);
 	else
-		ok = len && secret_equal(sig, strlen(sig), secret, (size_t)len);
-	explicit_bzero(secret, sizeof(secret));
+		ok = secret.len &&
+		     secret_equal(sig, strlen(sig), secret.ptr, secret.len);
+	file_secret_release(&secret);
 	if (!ok)
 		return reply_error(conn, MHD_HTTP_UNAUTHORIZED,
 				   "missing or bad signature");

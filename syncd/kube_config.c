@@ -24,6 +24,7 @@
 #include "util/base64.h"
 #include "util/proc.h"
 #include "util/clock.h"
+#include "util/file.h"
 
 extern char **environ;
 
@@ -348,7 +349,7 @@ static int merge_file(struct merged *m, const char *path, bool must_exist,
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((error = render_read_file(&data, abs, label.ptr, KUBECONFIG_MAX,
+	if ((error = file_read(&data, abs, label.ptr, KUBECONFIG_MAX,
 				      err)) < 0)
 		goto out;
 	if ((error = render_parse(&docs, data.ptr ? data.ptr : "", data.len,
@@ -709,7 +710,7 @@ static int make_exec_info(struct kube_config *cfg, const json_t *cluster,
 			json_object_set_new(c, "proxy-url",
 					    json_string(cfg->proxy_url));
 		if (cfg->ca_file &&
-		    (error = render_read_file(&ca, cfg->ca_file, cfg->ca_file,
+		    (error = file_read(&ca, cfg->ca_file, cfg->ca_file,
 					      SMALL_FILE_MAX, err)) < 0)
 			goto out;
 		if (cfg->ca_pem.len)
@@ -911,7 +912,7 @@ static int load_in_cluster(struct kube_config *cfg, struct err *err)
 	}
 	buf_reset(&path);
 	buf_addf(&path, "%s/namespace", root);
-	if (render_read_file(&ns, path.ptr, path.ptr, SMALL_FILE_MAX,
+	if (file_read(&ns, path.ptr, path.ptr, SMALL_FILE_MAX,
 			     &ignore) == 0)
 		trim_buf(&ns);
 	if (!(cfg->namespace = strdup(ns.len ? ns.ptr : "default")))
@@ -1053,7 +1054,7 @@ static int refresh_token_file(struct kube_config *cfg, struct err *err)
 	    st.st_mtim.tv_nsec == c->mtime.tv_nsec)
 		return 0;
 	c->file_valid = false;
-	if ((error = render_read_file(&data, cfg->token_file, cfg->token_file,
+	if ((error = file_read(&data, cfg->token_file, cfg->token_file,
 				      SMALL_FILE_MAX, &sub)) < 0) {
 		error = err_set(err, error, "%s: token file %s",
 				c->who ? c->who : cfg->source, err_first(&sub));

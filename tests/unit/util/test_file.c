@@ -1,0 +1,100 @@
+/*
+ * Whole-file reads with a cap, and secret files.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/file.h"
+
+static char dir[] = "/tmp/syncd-test-file.XXXXXX";
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static const char *write_file(const char *name, const char *text)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+TestSuite(file, .init = setup, .fini = teardown);
+
+Test(file, reads_whole_files_up_to_the_cap)
+{
+	struct buf b = BUF_INIT;
+	struct err err = ERR_INIT;
+	const char *p = write_file("a", "hello\n");
+
+	cr_assert_eq(file_read(&b, p, "a", 6, &err), 0);
+	cr_assert_eq(b.len, 6);
+	cr_assert_str_eq(buf_cstr(&b), "hello\n");
+	buf_release(&b);
+
+	cr_assert_eq(file_read(&b, p, "a", 5, &err), ERR_LIMIT);
+	cr_assert_str_eq(err_first(&err),
+			 "a: file is 6 bytes, over the 5-byte limit");
+	cr_assert_null(b.ptr, "a failed read leaves nothing");
+	err_release(&err);
+}
+
+Test(file, a_missing_file_is_named)
+{
+	struct buf b = BUF_INIT;
+	struct err err = ERR_INIT;
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/none", dir);
+	cr_assert_eq(file_read(&b, path, "none", 100, &err), ERR_IO);
+	cr_assert_str_eq(err_first(&err),
+			 "none: cannot open: No such file or directory");
+	err_release(&err);
+}
+
+Test(file, secrets_lose_their_trailing_newlines)
+{
+	struct buf b = BUF_INIT;
+	struct err err = ERR_INIT;
+
+	cr_assert_eq(file_read_secret(&b, write_file("t", "s3cr3t\r\n\n"),
+				      100, &err),
+		     0);
+	cr_assert_str_eq(buf_cstr(&b), "s3cr3t");
+	cr_assert_eq(b.len, 6);
+	file_secret_release(&b);
+	cr_assert_null(b.ptr);
+
+	/* an empty file is an empty secret, not a missing one */
+	cr_assert_eq(file_read_secret(&b, write_file("e", ""), 100, &err), 0);
+	cr_assert_not_null(b.ptr);
+	cr_assert_eq(b.len, 0);
+	file_secret_release(&b);
+
+	/* the cap counts the newline */
+	cr_assert_eq(file_read_secret(&b, write_file("c", "abcd\n"), 4, &err),
+		     ERR_LIMIT);
+	cr_assert(strstr(err_first(&err), "/c: file is 5 bytes"), "%s",
+		  err_first(&err));
+	cr_assert_null(strstr(err_first(&err), "abcd"),
+		       "the message never holds the secret");
+	err_release(&err);
+}

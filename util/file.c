@@ -1,0 +1,84 @@
+#include "util/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int file_read(struct buf *out, const char *path, const char *name,
+	      size_t max, struct err *err)
+{
+	char chunk[65536];
+	struct stat st;
+	int fd, error = 0;
+
+	buf_init(out, max);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		return err_set(err, ERR_IO, "%s: cannot open: %s", name,
+			       err_errno_str(errno));
+	if (fstat(fd, &st) < 0) {
+		error = err_set(err, ERR_IO, "%s: cannot stat: %s", name,
+				err_errno_str(errno));
+		goto out;
+	}
+	if ((size_t)st.st_size > max) {
+		error = err_set(err, ERR_LIMIT,
+				"%s: file is %lld bytes, over the %zu-byte limit",
+				name, (long long)st.st_size, max);
+		goto out;
+	}
+	if (buf_grow(out, (size_t)st.st_size) < 0) {
+		error = err_set(err, ERR_NOMEM, "%s: out of memory", name);
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			error = err_set(err, ERR_IO, "%s: read failed: %s",
+					name, err_errno_str(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		/* The file may grow between fstat and read: the cap holds. */
+		if (buf_add(out, chunk, (size_t)n) < 0) {
+			error = err_set(err, ERR_LIMIT,
+					"%s: file is over the %zu-byte limit",
+					name, max);
+			goto out;
+		}
+	}
+out:
+	/* what passed through the stack may be a secret */
+	explicit_bzero(chunk, sizeof(chunk));
+	close(fd);
+	if (error)
+		file_secret_release(out);
+	return error;
+}
+
+int file_read_secret(struct buf *out, const char *path, size_t max,
+		     struct err *err)
+{
+	int error = file_read(out, path, path, max, err);
+
+	if (error)
+		return error;
+	while (out->len && (out->ptr[out->len - 1] == '\n' ||
+			    out->ptr[out->len - 1] == '\r'))
+		out->ptr[--out->len] = '\0';
+	if (!out->ptr && (error = buf_adds(out, "")) < 0)
+		return err_set(err, error, "%s: out of memory", path);
+	return 0;
+}
+
+void file_secret_release(struct buf *b)
+{
+	if (b->ptr)
+		explicit_bzero(b->ptr, b->alloc);
+	buf_release(b);
+}

@@ -1,0 +1,35 @@
+/*
+ * file: whole-file reads with a size cap, and secret files (tokens,
+ * passwords, webhook secrets) read without their trailing newline and
+ * wiped when released.
+ */
+#ifndef UTIL_FILE_H
+#define UTIL_FILE_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+#include "util/err.h"
+
+/*
+ * Read the file at `path` into *out (initialised here; the caller
+ * releases it), refusing more than `max` bytes (ERR_LIMIT, also when the
+ * file grows while it is read). Messages name the file as `name` (a
+ * path relative to what the user gave, say). 0, or ERR_IO/ERR_LIMIT/
+ * ERR_NOMEM with *out released.
+ */
+int file_read(struct buf *out, const char *path, const char *name,
+	      size_t max, struct err *err);
+
+/*
+ * A secret file: file_read() of at most `max` bytes, then every trailing
+ * "\n" and "\r" dropped (an empty file reads as ""). Messages name the
+ * path, never the contents. Release *out with file_secret_release().
+ */
+int file_read_secret(struct buf *out, const char *path, size_t max,
+		     struct err *err);
+
+/* Wipe the secret's bytes, then release the buffer. */
+void file_secret_release(struct buf *b);
+
+#endif
