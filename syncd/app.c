@@ -11,6 +11,7 @@
 #include "util/base64.h"
 #include "util/sha256.h"
 #include "util/clock.h"
+#include "util/strvec.h"
 
 struct app_type {
 	char *group;
@@ -21,44 +22,10 @@ struct app_type {
 	bool failed;			 /* reported as not served */
 };
 
-/* A sorted set of strings (group-kinds, namespaces). */
-struct strset {
-	char **v;
-	size_t len;
-};
-
-static void strset_release(struct strset *s)
+/* A set of strings (group-kinds, namespaces): a vector without repeats. */
+static int strset_add(struct strvec *s, const char *str)
 {
-	for (size_t i = 0; i < s->len; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->len = 0;
-}
-
-static bool strset_has(const struct strset *s, const char *str)
-{
-	for (size_t i = 0; i < s->len; i++)
-		if (!strcmp(s->v[i], str))
-			return true;
-	return false;
-}
-
-static int strset_add(struct strset *s, const char *str)
-{
-	char **nv, *dup;
-
-	if (strset_has(s, str))
-		return 0;
-	if (!(dup = strdup(str)))
-		return ERR_NOMEM;
-	if (!(nv = realloc(s->v, (s->len + 1) * sizeof(*nv)))) {
-		free(dup);
-		return ERR_NOMEM;
-	}
-	s->v = nv;
-	s->v[s->len++] = dup;
-	return 0;
+	return strvec_has(s, str) ? 0 : strvec_push(s, str);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -67,7 +34,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The set as "a,b,c", sorted. */
-static int strset_join(struct strset *s, struct buf *out)
+static int strset_join(struct strvec *s, struct buf *out)
 {
 	qsort(s->v, s->len, sizeof(*s->v), cmp_str);
 	for (size_t i = 0; i < s->len; i++)
@@ -78,7 +45,7 @@ static int strset_join(struct strset *s, struct buf *out)
 }
 
 /* Split a comma-separated annotation value into *s. */
-static int strset_split(struct strset *s, const char *text)
+static int strset_split(struct strvec *s, const char *text)
 {
 	while (text && *text) {
 		const char *end = strchr(text, ',');
@@ -395,7 +362,7 @@ static int build_parent(const struct app *app,
 			const struct diff_objset *live, const bool *gone,
 			json_t **out, struct err *err)
 {
-	struct strset gks = {0}, nss = {0};
+	struct strvec gks = STRVEC_INIT, nss = STRVEC_INIT;
 	struct buf b = BUF_INIT;
 	json_t *obj = NULL;
 	int error = 0;
@@ -453,14 +420,14 @@ nomem:
 	error = err_set(err, ERR_NOMEM, "out of memory");
 out:
 	json_decref(obj);
-	strset_release(&gks);
-	strset_release(&nss);
+	strvec_release(&gks);
+	strvec_release(&nss);
 	buf_release(&b);
 	return error;
 }
 
 /* GET the parent; ERR_EXISTS when that Secret is not our parent. */
-static int read_parent(struct app *app, struct strset *gks, struct strset *nss,
+static int read_parent(struct app *app, struct strvec *gks, struct strvec *nss,
 		       struct err *err)
 {
 	const struct kube_resource *secrets;
@@ -501,7 +468,7 @@ out:
 
 int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 {
-	struct strset gks = {0}, nss = {0};
+	struct strvec gks = STRVEC_INIT, nss = STRVEC_INIT;
 	struct kube_list_options lo = {0};
 	struct buf sel = BUF_INIT, name = BUF_INIT;
 	struct diff_object *po = NULL;
@@ -637,8 +604,8 @@ out:
 	diff_object_free(po);
 	json_decref(parent);
 	err_release(&e);
-	strset_release(&gks);
-	strset_release(&nss);
+	strvec_release(&gks);
+	strvec_release(&nss);
 	buf_release(&sel);
 	buf_release(&name);
 	return error;

@@ -118,40 +118,9 @@ const char cli_render_usage[] =
 	"      --substitute MODE      strict, lenient or off (default: strict\n"
 	"                             when variables are given, else off)\n";
 
-int cli_strv_push(struct cli_strv *sv, const char *s)
+static int push(struct strvec *sv, const char *arg, struct err *err)
 {
-	char *copy;
-
-	if (sv->len + 2 > sv->alloc) {
-		size_t a = sv->alloc ? sv->alloc * 2 : 8;
-		char **p = realloc(sv->v, a * sizeof(*p));
-
-		if (!p)
-			return ERR_NOMEM;
-		sv->v = p;
-		sv->alloc = a;
-	}
-	if (!(copy = strdup(s)))
-		return ERR_NOMEM;
-	sv->v[sv->len++] = copy;
-	sv->v[sv->len] = NULL;
-	return 0;
-}
-
-void cli_strv_release(struct cli_strv *sv)
-{
-	if (!sv)
-		return;
-	for (size_t i = 0; i < sv->len; i++)
-		free(sv->v[i]);
-	free(sv->v);
-	sv->v = NULL;
-	sv->len = sv->alloc = 0;
-}
-
-static int push(struct cli_strv *sv, const char *arg, struct err *err)
-{
-	if (cli_strv_push(sv, arg) < 0)
+	if (strvec_push(sv, arg) < 0)
 		return err_set(err, ERR_NOMEM, "out of memory");
 	return 1;
 }
@@ -348,20 +317,20 @@ static bool looks_like_dotenv(const char *p, const char *end)
 	return false;
 }
 
-static int push_var(struct cli_strv *out, const char *name, size_t nlen,
+static int push_var(struct strvec *out, const char *name, size_t nlen,
 		    const char *value, size_t vlen, struct err *err)
 {
 	struct buf b = BUF_INIT;
 	int error = 0;
 
 	if (buf_add(&b, name, nlen) < 0 || buf_addch(&b, '=') < 0 ||
-	    buf_add(&b, value, vlen) < 0 || cli_strv_push(out, b.ptr) < 0)
+	    buf_add(&b, value, vlen) < 0 || strvec_push(out, b.ptr) < 0)
 		error = err_set(err, ERR_NOMEM, "out of memory");
 	buf_release(&b);
 	return error;
 }
 
-static int read_dotenv(struct cli_strv *out, const char *p, const char *end,
+static int read_dotenv(struct strvec *out, const char *p, const char *end,
 		       const char *path, struct err *err)
 {
 	unsigned line = 0;
@@ -406,7 +375,7 @@ static int read_dotenv(struct cli_strv *out, const char *p, const char *end,
 	return error;
 }
 
-static int read_yaml_vars(struct cli_strv *out, const struct buf *data,
+static int read_yaml_vars(struct strvec *out, const struct buf *data,
 			  const char *path, struct err *err)
 {
 	struct render_docs docs = RENDER_DOCS_INIT;
@@ -464,7 +433,7 @@ out:
 	return error;
 }
 
-int cli_render_read_vars(struct cli_strv *out, const char *path,
+int cli_render_read_vars(struct strvec *out, const char *path,
 			 struct err *err)
 {
 	struct buf data = BUF_INIT;
@@ -486,7 +455,7 @@ int cli_render_read_vars(struct cli_strv *out, const char *path,
  * Split "NAME=VALUE" strings into the renderers' name and value arrays,
  * a later NAME replacing an earlier one. The arrays point into `all`.
  */
-static int split_vars(const struct cli_strv *all, const char ***names,
+static int split_vars(const struct strvec *all, const char ***names,
 		      const char ***values, size_t *len, struct err *err)
 {
 	size_t n = 0;
@@ -518,7 +487,7 @@ int cli_render_run(struct cli_render *r, const char *dir,
 		   struct err *err)
 {
 	struct render_app_options opts = RENDER_APP_OPTIONS_INIT;
-	struct cli_strv vars = {0};
+	struct strvec vars = {0};
 	const char **names = NULL, **values = NULL;
 	enum render_kind used = RENDER_AUTO;
 	int error = 0;
@@ -599,7 +568,7 @@ int cli_render_run(struct cli_render *r, const char *dir,
 	if (error)
 		goto out;
 	for (size_t i = 0; i < r->vars.len; i++) {
-		if (cli_strv_push(&vars, r->vars.v[i]) < 0) {
+		if (strvec_push(&vars, r->vars.v[i]) < 0) {
 			error = err_set(err, ERR_NOMEM, "out of memory");
 			goto out;
 		}
@@ -620,7 +589,7 @@ int cli_render_run(struct cli_render *r, const char *dir,
 out:
 	free(names);
 	free(values);
-	cli_strv_release(&vars);
+	strvec_release(&vars);
 	return error;
 }
 
@@ -628,15 +597,15 @@ void cli_render_release(struct cli_render *r)
 {
 	if (!r)
 		return;
-	cli_strv_release(&r->helm_values);
-	cli_strv_release(&r->helm_set);
-	cli_strv_release(&r->plugin_args);
-	cli_strv_release(&r->plugin_env);
-	cli_strv_release(&r->jsonnet_ext_str);
-	cli_strv_release(&r->jsonnet_ext_code);
-	cli_strv_release(&r->jsonnet_tla_str);
-	cli_strv_release(&r->jsonnet_tla_code);
-	cli_strv_release(&r->jsonnet_jpath);
-	cli_strv_release(&r->vars);
-	cli_strv_release(&r->vars_files);
+	strvec_release(&r->helm_values);
+	strvec_release(&r->helm_set);
+	strvec_release(&r->plugin_args);
+	strvec_release(&r->plugin_env);
+	strvec_release(&r->jsonnet_ext_str);
+	strvec_release(&r->jsonnet_ext_code);
+	strvec_release(&r->jsonnet_tla_str);
+	strvec_release(&r->jsonnet_tla_code);
+	strvec_release(&r->jsonnet_jpath);
+	strvec_release(&r->vars);
+	strvec_release(&r->vars_files);
 }

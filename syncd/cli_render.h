@@ -11,18 +11,12 @@
 
 #include "diff/diff.h"
 #include "util/err.h"
+#include "util/strvec.h"
 
 /* getopt_long `val`s of these options are in [CLI_RENDER_OPT, +0x100). */
 #define CLI_RENDER_OPT 0x1200
 
 #define CLI_RENDER_MAX_GLOBS 32
-
-/* A growable NULL-terminated list of owned strings. */
-struct cli_strv {
-	char **v;      /* NULL until the first push */
-	size_t len;
-	size_t alloc;
-};
 
 /* Where a substitution default comes from: no flag given. */
 #define CLI_RENDER_SUBST_UNSET (-1)
@@ -44,22 +38,22 @@ struct cli_render {
 	const char *helm_release;
 	const char *helm_kube_version;
 	bool helm_include_crds;
-	struct cli_strv helm_values;
-	struct cli_strv helm_set;
+	struct strvec helm_values;
+	struct strvec helm_set;
 	/* exec plugin */
 	const char *plugin_cmd;
-	struct cli_strv plugin_args;
-	struct cli_strv plugin_env;
+	struct strvec plugin_args;
+	struct strvec plugin_env;
 	/* jsonnet */
 	const char *jsonnet_file;
-	struct cli_strv jsonnet_ext_str;
-	struct cli_strv jsonnet_ext_code;
-	struct cli_strv jsonnet_tla_str;
-	struct cli_strv jsonnet_tla_code;
-	struct cli_strv jsonnet_jpath;
+	struct strvec jsonnet_ext_str;
+	struct strvec jsonnet_ext_code;
+	struct strvec jsonnet_tla_str;
+	struct strvec jsonnet_tla_code;
+	struct strvec jsonnet_jpath;
 	/* substitution: --var "NAME=VALUE" in order, --vars-file paths */
-	struct cli_strv vars;
-	struct cli_strv vars_files;
+	struct strvec vars;
+	struct strvec vars_files;
 	int substitute;             /* enum render_subst_mode, or
 				       CLI_RENDER_SUBST_UNSET */
 	int used_kind;              /* the renderer the last run used */
@@ -105,11 +99,7 @@ void cli_render_release(struct cli_render *r);
  * skipped, one pair of surrounding quotes removed) or a YAML/JSON map of
  * scalars. Appends "NAME=VALUE" strings to *out. Messages name `path`.
  */
-int cli_render_read_vars(struct cli_strv *out, const char *path,
+int cli_render_read_vars(struct strvec *out, const char *path,
 			 struct err *err);
-
-/* Append a copy of `s`. */
-int cli_strv_push(struct cli_strv *sv, const char *s);
-void cli_strv_release(struct cli_strv *sv);
 
 #endif

@@ -49,15 +49,15 @@ static struct ctl_app *find_app(struct controller *c, const char *name)
 	return a;
 }
 
-static int push_list(struct cli_strv *sv, const struct config_list *l)
+static int push_list(struct strvec *sv, const struct config_list *l)
 {
 	for (size_t i = 0; i < l->len; i++)
-		if (cli_strv_push(sv, l->v[i]) < 0)
+		if (strvec_push(sv, l->v[i]) < 0)
 			return ERR_NOMEM;
 	return 0;
 }
 
-static int push_map(struct cli_strv *sv, const struct config_map *m)
+static int push_map(struct strvec *sv, const struct config_map *m)
 {
 	struct buf pair = BUF_INIT;
 	int error = 0;
@@ -65,7 +65,7 @@ static int push_map(struct cli_strv *sv, const struct config_map *m)
 	for (size_t i = 0; i < m->len && !error; i++) {
 		buf_reset(&pair);
 		buf_addf(&pair, "%s=%s", m->names[i], m->values[i]);
-		if (cli_strv_push(sv, buf_cstr(&pair)) < 0)
+		if (strvec_push(sv, buf_cstr(&pair)) < 0)
 			error = ERR_NOMEM;
 	}
 	buf_release(&pair);
