@@ -118,7 +118,7 @@ TEST_HELPERS := $(wildcard tests/helpers/*.c)
 EMU_UNIT := $(BUILD)/tests/unit-kube-emu
 UNIT_BINS += $(EMU_UNIT)
 
-.PHONY: all test check valgrind deps bench demo clean format help unit k8s \
+.PHONY: all test check valgrind deps bench demo clean format help unit k8s check-banned \
 	cluster
 .DEFAULT_GOAL := all
 
@@ -185,8 +185,22 @@ cluster: $(K8S_STAMP)
 
 # Everything the test driver runs: unit binaries, the CLI, integration
 # scripts, and the real tier when Go can build the control plane.
-test: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),$(K8S_STAMP))
+test: check-banned $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),$(K8S_STAMP))
 	@BUILD=$(BUILD) tests/run.sh
+
+# Every product source file ends its includes with util/banned.h, so a
+# banned function (strcpy, sprintf, atoi, ...) fails to compile.
+BANNED_SRC := $(wildcard util/*.c diff/*.c renderers/*.c syncd/*.c tests/kube-emu/*.c)
+check-banned:
+	@bad=$$(for f in $(BANNED_SRC); do \
+		grep -q '^#include' $$f || continue; \
+		grep '^#include' $$f | tail -n 1 | \
+			grep -q '^#include "util/banned.h"' || echo $$f; \
+	done); \
+	if [ -n "$$bad" ]; then \
+		echo "check-banned: util/banned.h is not the last include of:" $$bad; \
+		exit 1; \
+	fi
 
 check:
 	$(MAKE) SANITIZE=address,undefined test

@@ -23,6 +23,8 @@
 #include "util/base64.h"
 #include "util/sha256.h"
 
+#include "util/banned.h" /* last */
+
 /*
  * A managedFields entry of the live object. Only its name is read up
  * front; the other fields (entry_str()) and the field set are looked up

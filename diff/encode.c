@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* Containers nested deeper than this fail with ERR_LIMIT. */
 #define ENCODE_MAX_DEPTH 1000
 
@@ -397,7 +399,7 @@ static void decimal_from_e(struct decimal *g, const char *s)
 	for (; *s && *s != 'e'; s++)
 		if (is_digit(*s))
 			g->d[g->nd++] = *s;
-	g->dp = atoi(s + 1) + 1;
+	g->dp = (int)strtol(s + 1, NULL, 10) + 1;
 	while (g->nd > 1 && g->d[g->nd - 1] == '0')
 		g->nd--;
 }
@@ -525,14 +527,17 @@ static size_t fmt_f(char *out, bool neg, const struct decimal *g)
  * A finite real as Go's encoding/json writes a float64: %f between 1e-6
  * and 1e21, else %e with "e-07" shortened to "e-7". `out` holds 40 bytes.
  */
-static size_t fmt_json_real(char *out, double v)
+/* Room for any number these write. */
+#define NUM_SIZE 48
+
+static size_t fmt_json_real(char out[NUM_SIZE], double v)
 {
 	struct decimal g;
 	double a = fabs(v);
 	size_t n;
 
 	if (v == 0) {
-		strcpy(out, signbit(v) ? "-0" : "0");
+		snprintf(out, NUM_SIZE, "%s", signbit(v) ? "-0" : "0");
 		return strlen(out);
 	}
 	decimal_shortest(a, &g);
@@ -549,21 +554,21 @@ static size_t fmt_json_real(char *out, double v)
 }
 
 /* strconv.FormatFloat(v, 'g', -1, 64), with go-yaml's .inf/.nan. */
-static size_t fmt_yaml_float(char *out, double v)
+static size_t fmt_yaml_float(char out[NUM_SIZE], double v)
 {
 	struct decimal g;
 	int exp;
 
 	if (isnan(v)) {
-		strcpy(out, ".nan");
+		snprintf(out, NUM_SIZE, "%s", ".nan");
 		return 4;
 	}
 	if (isinf(v)) {
-		strcpy(out, v < 0 ? "-.inf" : ".inf");
+		snprintf(out, NUM_SIZE, "%s", v < 0 ? "-.inf" : ".inf");
 		return strlen(out);
 	}
 	if (v == 0) {
-		strcpy(out, signbit(v) ? "-0" : "0");
+		snprintf(out, NUM_SIZE, "%s", signbit(v) ? "-0" : "0");
 		return strlen(out);
 	}
 	decimal_shortest(fabs(v), &g);
@@ -578,9 +583,9 @@ static size_t fmt_yaml_float(char *out, double v)
  * back, i.e. an int64 or uint64 when that text is an integer that fits,
  * else a float.
  */
-static size_t fmt_yaml_real(char *out, double v)
+static size_t fmt_yaml_real(char out[NUM_SIZE], double v)
 {
-	char js[48];
+	char js[NUM_SIZE];
 	long long ll;
 	unsigned long long ull;
 
@@ -591,11 +596,11 @@ static size_t fmt_yaml_real(char *out, double v)
 		errno = 0;
 		ll = strtoll(js, NULL, 10);
 		if (!errno)
-			return (size_t)sprintf(out, "%lld", ll);
+			return (size_t)snprintf(out, NUM_SIZE, "%lld", ll);
 		errno = 0;
 		ull = strtoull(js, NULL, 10);
 		if (js[0] != '-' && !errno)
-			return (size_t)sprintf(out, "%llu", ull);
+			return (size_t)snprintf(out, NUM_SIZE, "%llu", ull);
 	}
 	return fmt_yaml_float(out, v);
 }
@@ -768,7 +773,7 @@ static void j_string(struct jenc *e, const char *str, size_t n,
 
 static int j_value(struct jenc *e, json_t *v, int depth)
 {
-	char num[48];
+	char num[NUM_SIZE];
 	size_t i, n, start;
 	int error = 0;
 
@@ -1785,7 +1790,7 @@ static int y_sequence(struct yemit *e, json_t *v, int depth)
 /* yaml_emitter_emit_node; the context flags are already set. */
 static int y_node(struct yemit *e, json_t *v, int depth)
 {
-	char num[48];
+	char num[NUM_SIZE];
 
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:

@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* Path elements per path, and nesting of the JSON inside one element. */
 #define MAX_DEPTH 256
 

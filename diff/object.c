@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 void diff_api_version_split(const char *api_version, size_t *group_len,
 			    const char **version)
 {

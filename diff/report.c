@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 #define REPORT_VERSION 1
 
 static const char *const state_names[] = {

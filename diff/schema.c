@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* diff/schema_builtin.c */
 extern const char diff_schema_builtin_text[];
 

@@ -9,6 +9,8 @@
 
 #include "diff/internal.h"
 
+#include "util/banned.h" /* last */
+
 #define BEFORE_FIRST_APPLY "before-first-apply"
 
 /* One managedFields entry of live, parsed. */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 char *diff_tree_compact(const json_t *v)
 {
 	struct buf b = BUF_INIT;

@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* One text, split into lines. */
 struct text {
 	const char *ptr;

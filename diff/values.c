@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* Digits in the number part, leading and trailing zeros included. */
 #define QTY_MAX_DIGITS 100
 /* Largest |n| in a 1eN exponent suffix. */

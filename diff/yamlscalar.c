@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 static int digit_value(char c)
 {
 	if (c >= '0' && c <= '9')

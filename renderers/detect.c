@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/banned.h" /* last */
+
 static const char *const names[] = {
 	[RENDER_AUTO] = "auto",
 	[RENDER_DIRECTORY] = "directory",

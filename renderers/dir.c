@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 struct walk {
 	const struct render_dir_options *opts;
 	size_t max_file_size;

@@ -20,6 +20,8 @@
 
 #include "util/proc.h"
 
+#include "util/banned.h" /* last */
+
 /* stderr lines copied into the error; the rest are counted. */
 #define STDERR_LINES 20
 /* Longest stderr line kept (bytes); longer ones are cut. */

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 static const char missing_msg[] =
 	"`helm` not found in PATH (install helm 3: https://helm.sh/docs/"
 	"intro/install/ (no Debian package), or choose a binary with "

@@ -37,6 +37,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/banned.h" /* last */
+
 #define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
 
 /* Lines of stack trace kept from an evaluation error. */

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 static const char missing_msg[] =
 	"neither `kustomize` nor `kubectl` found in PATH (install kubectl: "
 	"Debian package `kubectl` from the Kubernetes or Google Cloud apt "

@@ -34,6 +34,8 @@
 
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* Largest string a substitution may produce. */
 #define MAX_RESULT ((size_t)1 << 20)
 

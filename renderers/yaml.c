@@ -53,6 +53,8 @@
 #include "util/buf.h"
 #include "util/err.h"
 
+#include "util/banned.h" /* last */
+
 #define STD_TAG_PREFIX "tag:yaml.org,2002:"
 
 /* Longest piece of input quoted in a message. */
@@ -231,7 +233,7 @@ static void format_float_key(double d, char *out, size_t size)
 	for (; *p && *p != 'e'; p++)
 		if (*p >= '0' && *p <= '9' && nd < (int)sizeof(digits))
 			digits[nd++] = *p;
-	exp10 = *p == 'e' ? atoi(p + 1) : 0;
+	exp10 = *p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0;
 	while (nd > 1 && digits[nd - 1] == '0')
 		nd--;
 	dp = exp10 + 1; /* value = 0.<digits> * 10^dp */

@@ -10,6 +10,8 @@
 #include "renderers/render.h"
 #include "util/buf.h"
 
+#include "util/banned.h" /* last */
+
 /* One open collection: its JSON pointer and where its entries are. */
 struct pos_frame {
 	size_t path_len; /* length of the collection's pointer */

@@ -13,6 +13,8 @@
 #include "util/clock.h"
 #include "util/strvec.h"
 
+#include "util/banned.h" /* last */
+
 struct app_type {
 	char *group;
 	char *kind;

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 void cli_print_errors(const struct err *err)
 {
 	err_print(err, stderr, "error");

@@ -16,6 +16,8 @@
 #include "util/sha256.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 /* Format of the render cache files; bump when it changes. */
 #define RENDER_CACHE_VERSION 1
 /* Largest render cache file read back. */

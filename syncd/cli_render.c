@@ -15,6 +15,8 @@
 #include "syncd/cli_render.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 enum {
 	OPT_INCLUDE = CLI_RENDER_OPT,
 	OPT_EXCLUDE,

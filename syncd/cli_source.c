@@ -11,6 +11,8 @@
 #include "util/buf.h"
 #include "util/log.h"
 
+#include "util/banned.h" /* last */
+
 enum {
 	OPT_REPO = CLI_SOURCE_OPT,
 	OPT_REVISION,

@@ -17,6 +17,8 @@
 #include "syncd/cli_app.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 static const char usage[] =
 	"usage: syncd diff PATH [--kubeconfig FILE] [--context NAME] [-n NS]\n"
 	"                  [--app NAME] [--server-side] [-o text|json]\n"

@@ -11,6 +11,8 @@
 #include "syncd/cli.h"
 #include "syncd/cli_app.h"
 
+#include "util/banned.h" /* last */
+
 static const char usage[] =
 	"usage: syncd render PATH [-o yaml|json] [--renderer NAME] [options]\n"
 	"       syncd render --repo URL [--revision REV] [--path SUBDIR]\n"

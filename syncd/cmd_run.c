@@ -16,6 +16,8 @@
 #include "syncd/metrics.h"
 #include "util/log.h"
 
+#include "util/banned.h" /* last */
+
 /* How long passes in flight may take to finish after SIGTERM. */
 #define RUN_GRACE_MS 30000u
 

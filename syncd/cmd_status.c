@@ -24,6 +24,8 @@
 #include "syncd/status_fmt.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 #define DEFAULT_ADDR "http://127.0.0.1:8080"
 #define MAX_HEADER   (64u << 10)
 #define READ_CHUNK   65536
@@ -125,7 +127,8 @@ static int url_parse(struct url *u, const char *s, struct err *err)
 			return err_set(err, ERR_INVALID, "bad port");
 		memcpy(u->port, colon + 1, n);
 		u->port[n] = '\0';
-		if (atoi(u->port) < 1 || atoi(u->port) > 65535)
+		if (strtol(u->port, NULL, 10) < 1 ||
+		    strtol(u->port, NULL, 10) > 65535)
 			return err_set(err, ERR_INVALID, "bad port");
 	}
 	n = strlen(end);

@@ -12,6 +12,8 @@
 #include "syncd/cli.h"
 #include "syncd/cli_app.h"
 
+#include "util/banned.h" /* last */
+
 static const char usage[] =
 	"usage: syncd sync PATH [--kubeconfig FILE] [--context NAME]\n"
 	"                  [-n NS] [--app NAME] [--field-manager NAME]\n"

@@ -16,6 +16,8 @@
 #include "util/buf.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 #define CONFIG_MAX_PATH 1024
 
 struct problem {
@@ -269,13 +271,11 @@ static void get_file(struct walk *w, const json_t *obj, const char *key,
 		*dst = s;
 		return;
 	}
-	joined = malloc(strlen(w->dir) + strlen(s) + 2);
-	if (!joined) {
+	if (asprintf(&joined, "%s/%s", w->dir, s) < 0) {
 		w->nomem = true;
 		free(s);
 		return;
 	}
-	sprintf(joined, "%s/%s", w->dir, s);
 	free(s);
 	free(*dst);
 	*dst = joined;
@@ -426,16 +426,13 @@ static void get_enum(struct walk *w, const json_t *obj, const char *key,
 	if (!json_is_string(v)) {
 		wrong_type(w, "a string", v);
 	} else if ((i = lookup(names, json_string_value(v))) < 0) {
-		char choices[256] = "";
+		struct buf choices = BUF_INIT;
 
-		for (size_t k = 0; names[k]; k++) {
-			strncat(choices, k ? ", " : "",
-				sizeof(choices) - strlen(choices) - 1);
-			strncat(choices, names[k],
-				sizeof(choices) - strlen(choices) - 1);
-		}
+		for (size_t k = 0; names[k]; k++)
+			buf_addf(&choices, "%s%s", k ? ", " : "", names[k]);
 		problem(w, "\"%s\" is not one of %s", json_string_value(v),
-			choices);
+			buf_cstr(&choices));
+		buf_release(&choices);
 	} else {
 		*dst = i;
 	}
@@ -503,12 +500,10 @@ static void list_files(struct walk *w, struct config_list *l)
 
 		if (!l->v[i] || l->v[i][0] == '/')
 			continue;
-		j = malloc(strlen(w->dir) + strlen(l->v[i]) + 2);
-		if (!j) {
+		if (asprintf(&j, "%s/%s", w->dir, l->v[i]) < 0) {
 			w->nomem = true;
 			return;
 		}
-		sprintf(j, "%s/%s", w->dir, l->v[i]);
 		free(l->v[i]);
 		l->v[i] = j;
 	}

@@ -21,6 +21,8 @@
 #include "util/sha256.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 /* Longest time a pass in --once mode may take before we give up. */
 #define ONCE_TIMEOUT_MS (30u * 60u * 1000u)
 
@@ -637,7 +639,7 @@ static void on_applied(void *ctx, const struct diff_key *key,
 	json_object_set_new(a->written, buf_cstr(&k), json_string(rv));
 	buf_release(&k);
 	pthread_mutex_lock(&c->lock);
-	strcpy(c->echo[c->echo_next], rv);
+	snprintf(c->echo[c->echo_next], sizeof(c->echo[0]), "%s", rv);
 	c->echo_next = (c->echo_next + 1) % ECHO_MAX;
 	pthread_mutex_unlock(&c->lock);
 }

@@ -15,6 +15,8 @@
 #include "util/buf.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 static const double duration_buckets[] = {0.05, 0.1, 0.25, 0.5, 1,
 					  2.5,	5,   10,   30,	60};
 

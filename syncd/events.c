@@ -11,6 +11,8 @@
 #include "util/sha256.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 /* One object's limits, and the last events sent about it. */
 #define RECENT 8
 

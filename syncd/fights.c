@@ -10,6 +10,8 @@
 
 #include "syncd/fights.h"
 
+#include "util/banned.h" /* last */
+
 struct entry {
 	struct diff_key key;
 	char *path;

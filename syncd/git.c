@@ -27,6 +27,8 @@
 #include "util/clock.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 #define HEXSZ GIT_SOURCE_OID_HEXSZ
 /* Secrets, signatures and known_hosts output are small. */
 #define SECRET_CAP 4096

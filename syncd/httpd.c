@@ -26,6 +26,8 @@
 #include "util/sha256.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 #define DEFAULT_MAX_BODY  ((size_t)1 << 20)
 #define DEFAULT_TIMEOUT_S 10u
 #define MAX_CONNECTIONS	  64u

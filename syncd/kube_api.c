@@ -15,6 +15,8 @@
 
 #include "syncd/kube.h"
 
+#include "util/banned.h" /* last */
+
 /* A watch event line is one object; kube caps objects at 1.5 MiB in etcd. */
 #define WATCH_LINE_MAX (16u << 20)
 /*

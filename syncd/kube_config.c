@@ -26,6 +26,8 @@
 #include "util/clock.h"
 #include "util/file.h"
 
+#include "util/banned.h" /* last */
+
 extern char **environ;
 
 /* Largest kubeconfig file read. */
@@ -881,7 +883,8 @@ static int load_in_cluster(struct kube_config *cfg, struct err *err)
 	for (i = 0; port[i]; i++)
 		if (port[i] < '0' || port[i] > '9' || i > 4)
 			break;
-	if (port[i] || atoi(port) < 1 || atoi(port) > 65535) {
+	if (port[i] || strtol(port, NULL, 10) < 1 ||
+	    strtol(port, NULL, 10) > 65535) {
 		error = err_set(err, ERR_INVALID,
 				"in-cluster: KUBERNETES_SERVICE_PORT \"%.20s\" "
 				"is not a port",

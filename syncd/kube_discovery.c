@@ -34,6 +34,8 @@
 
 #include "syncd/kube.h"
 
+#include "util/banned.h" /* last */
+
 /*
  * What /api and /apis are asked for: aggregated discovery (v2, else the
  * v2beta1 of kube 1.26-1.29), else the plain documents.

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 #define DEFAULT_QPS		   50.0
 #define DEFAULT_BURST		   100u
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L

@@ -18,6 +18,8 @@
 #include "syncd/leader.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 /* client-go's JitterFactor: candidates wait retry * (1 + up to 1.2). */
 #define JITTER_TENTHS 12
 #define IDENTITY_MAX  256

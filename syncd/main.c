@@ -6,6 +6,8 @@
 
 #include "syncd/cli.h"
 
+#include "util/banned.h" /* last */
+
 static const struct cli_command *const commands[] = {
 	&cli_render_command,
 	&cli_diff_command,

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 /* Label pairs per series: far more than any metric of ours carries. */
 #define MAX_LABELS 16
 
@@ -410,15 +412,15 @@ static void format_value(double v, char out[40])
 	int prec;
 
 	if (isnan(v)) {
-		strcpy(out, "NaN");
+		snprintf(out, 40, "NaN");
 		return;
 	}
 	if (isinf(v)) {
-		strcpy(out, v > 0 ? "+Inf" : "-Inf");
+		snprintf(out, 40, "%s", v > 0 ? "+Inf" : "-Inf");
 		return;
 	}
 	if (v == 0) {
-		strcpy(out, "0");
+		snprintf(out, 40, "0");
 		return;
 	}
 	if (v == floor(v) && fabs(v) < 1e15) {
@@ -533,7 +535,7 @@ static int render_family(struct buf *out, struct family *f)
 			if (j < f->nbuckets)
 				format_value(f->buckets[j], le);
 			else
-				strcpy(le, "+Inf");
+				snprintf(le, sizeof(le), "+Inf");
 			format_value((double)cum, v);
 			if ((error = buf_addf(out, "%s_bucket", f->name)) < 0 ||
 			    (error = add_labels(out, s, le)) < 0 ||

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 #define NEVER UINT64_MAX
 
 struct qapp {

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 #define ELLIPSIS    "\xe2\x80\xa6" /* U+2026, one column */
 #define COLOR_RESET "\033[0m"
 #define COL_GAP	    2

@@ -15,6 +15,8 @@
 
 #include "syncd/watchcache.h"
 
+#include "util/banned.h" /* last */
+
 /* Delay before a failed watch starts over, doubling up to the cap. */
 #define RESTART_BASE_MS 1000L
 #define RESTART_CAP_MS	30000L

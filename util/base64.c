@@ -8,6 +8,8 @@
 #include "util/base64.h"
 #include "util/err.h"
 
+#include "util/banned.h" /* last */
+
 static const char std_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 				 "abcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char url_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

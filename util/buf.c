@@ -6,6 +6,8 @@
 
 #include "util/err.h"
 
+#include "util/banned.h" /* last */
+
 void buf_init(struct buf *b, size_t cap)
 {
 	b->ptr = NULL;

@@ -5,6 +5,8 @@
 
 #include "util/err.h"
 
+#include "util/banned.h" /* last */
+
 uint64_t clk_mono_ns(void)
 {
 	struct timespec ts;

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "util/banned.h" /* last */
+
 int err_vset(struct err *err, int code, const char *fmt, va_list ap)
 {
 	size_t start;

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 int file_read(struct buf *out, const char *path, const char *name,
 	      size_t max, struct err *err)
 {

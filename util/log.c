@@ -16,6 +16,8 @@
 #include "util/buf.h"
 #include "util/err.h"
 
+#include "util/banned.h" /* last */
+
 #define MAX_KEY 128
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};

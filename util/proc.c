@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/banned.h" /* last */
+
 /* How long the pipes may stay open after the direct child has exited. */
 #define EXIT_GRACE_MS 100
 

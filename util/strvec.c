@@ -5,6 +5,8 @@
 
 #include "util/err.h"
 
+#include "util/banned.h" /* last */
+
 int strvec_push(struct strvec *sv, const char *s)
 {
 	char *copy;

@@ -28,6 +28,8 @@
 #include "tests/kube-emu/emu.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 /* Most webhooks or rollout rules one server keeps. */
 #define MAX_RULES 256
 /* Longest delay a rollout rule may ask for: one hour. */

@@ -16,6 +16,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 struct crd_res {
 	struct emu_resource res; /* first: handed out as emu_resource */
 	const char *crd;	 /* metadata.name of the serving CRD */

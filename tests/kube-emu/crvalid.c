@@ -23,6 +23,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 /*
  * Where causes go. kube-openapi names a field from the root it validates
  * (a /status write validates the status: "replicas"); the cause's field

@@ -19,6 +19,8 @@
 #include "tests/kube-emu/emu.h"
 #include "util/base64.h"
 
+#include "util/banned.h" /* last */
+
 /* 10.96.0.0/12, the default service CIDR of kubeadm and kind. */
 #define CLUSTER_IP_BASE 0x0a600000u
 #define CLUSTER_IP_SIZE (1u << 20)

@@ -24,6 +24,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 struct fault {
 	char *text;	/* the rule as given, for GET /emu/faults */
 	unsigned verbs; /* bit per verbs[] entry; 0: any */

@@ -9,6 +9,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 /* Deeper nesting is refused as Go's scanner refuses it (10000). */
 #define MAX_NESTING 10000
 

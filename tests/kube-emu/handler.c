@@ -13,6 +13,8 @@
 #include "tests/kube-emu/types.h"
 #include "util/base64.h"
 
+#include "util/banned.h" /* last */
+
 #define MAX_SEGMENTS 10
 /* Most query parameters a deprecated watch path is rewritten with. */
 #define MAX_QUERY 32

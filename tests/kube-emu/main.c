@@ -44,6 +44,8 @@
 #include "util/base64.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 /* How long a watch's reader waits before checking its client, in ms. */
 #define WATCH_POLL_MS 200
 

@@ -16,6 +16,8 @@
 #include "tests/kube-emu/types.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 static struct diff_schemas *schemas;
 /*
@@ -344,7 +346,7 @@ static int dotted_path(const char *dotted, struct diff_pe *pe, size_t max,
 
 	if (strlen(dotted) >= size)
 		return -1;
-	strcpy(buf, dotted);
+	memcpy(buf, dotted, strlen(dotted) + 1);
 	*len = 0;
 	for (tok = strtok_r(buf, ".", &save); tok;
 	     tok = strtok_r(NULL, ".", &save)) {

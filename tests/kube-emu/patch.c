@@ -29,6 +29,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 /* ---- Go's formatting of decoded JSON, for error messages ---- */
 
 /* The Go type a JSON value decodes to (reflect.TypeOf) under %s. */
@@ -96,7 +98,7 @@ static void go_fmt_real(struct buf *out, double d)
 	}
 	snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
 	e = strchr(tmp, 'e');
-	exp = e ? atoi(e + 1) : 0;
+	exp = e ? (int)strtol(e + 1, NULL, 10) : 0;
 	if (exp < -4 || exp >= 6) {
 		/* Go writes a two-digit exponent at least, as C does. */
 		n = e ? (int)(e - tmp) : (int)strlen(tmp);

@@ -12,6 +12,8 @@
 #include "tests/kube-emu/emu.h"
 #include "util/base64.h"
 
+#include "util/banned.h" /* last */
+
 struct pb {
 	const unsigned char *p;
 	const unsigned char *end;

@@ -10,6 +10,8 @@
 #include "util/base64.h"
 #include "util/sha256.h"
 
+#include "util/banned.h" /* last */
+
 #define NS  EMU_RES_NAMESPACED
 #define ST  EMU_RES_STATUS
 #define SC  EMU_RES_SCALE

@@ -8,6 +8,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 /*
  * apimachinery's labels lexer and parser (labels/selector.go), token for
  * token, so that a selector kube refuses is refused with its words.

@@ -4,6 +4,8 @@
  */
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 json_t *emu_status_new(int code, const char *reason, const char *message,
 		       const char *name, const char *group, const char *kind)
 {

@@ -14,6 +14,8 @@
 #include "tests/kube-emu/types.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 static const char *const initial_namespaces[] = {"default", "kube-system",
 						 "kube-public", NULL};
 

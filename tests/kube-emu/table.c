@@ -13,6 +13,8 @@
 #include "tests/kube-emu/emu.h"
 #include "util/clock.h"
 
+#include "util/banned.h" /* last */
+
 /* A column: its name, type, format and priority (0 shown by default). */
 struct column {
 	const char *name;

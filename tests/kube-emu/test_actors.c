@@ -8,6 +8,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 static const struct emu_resource *rsc(const char *g, const char *name)
 {
 	const struct emu_resource *r = emu_resource_find(g, "v1", name);

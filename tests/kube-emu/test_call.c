@@ -6,6 +6,8 @@
 
 #include "tests/kube-emu/test_call.h"
 
+#include "util/banned.h" /* last */
+
 #define MAX_QUERY 8
 
 void emu_test_request(struct emu_server *srv, const char *method,

@@ -9,6 +9,8 @@
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/test_call.h"
 
+#include "util/banned.h" /* last */
+
 #define CRD_URL	   "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 #define WIDGET_URL "/apis/example.com/v1/namespaces/default/widgets"
 #define JSON_CT	   "application/json"

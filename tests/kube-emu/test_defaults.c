@@ -11,6 +11,8 @@
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/types.h"
 
+#include "util/banned.h" /* last */
+
 static struct emu_store store;
 
 static void setup(void)

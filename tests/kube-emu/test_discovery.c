@@ -9,6 +9,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 #define CRD_URL "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 #define AGG_V2 \
 	"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"

@@ -9,6 +9,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 static json_t *J(const char *text)
 {
 	json_error_t e;

@@ -9,6 +9,8 @@
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/test_call.h"
 
+#include "util/banned.h" /* last */
+
 #define CMS	     "/api/v1/namespaces/default/configmaps"
 #define DEPS	     "/apis/apps/v1/namespaces/default/deployments"
 #define WEB	     DEPS "/web"

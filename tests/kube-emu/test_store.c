@@ -10,6 +10,8 @@
 #include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/test_call.h"
 
+#include "util/banned.h" /* last */
+
 static const struct emu_resource *core(const char *name)
 {
 	const struct emu_resource *r = emu_resource_find("", "v1", name);

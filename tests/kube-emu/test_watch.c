@@ -9,6 +9,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 static struct emu_store st;
 
 static void setup(void)

@@ -24,6 +24,8 @@
 #include "util/err.h"
 #include "util/proc.h"
 
+#include "util/banned.h" /* last */
+
 /* A PEM file openssl writes here is a few KiB; anything bigger is wrong. */
 #define PEM_MAX (64u << 10)
 

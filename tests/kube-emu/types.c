@@ -11,6 +11,8 @@
 #include "diff/diff.h"
 #include "tests/kube-emu/types.h"
 
+#include "util/banned.h" /* last */
+
 /* Deepest nesting walked; deeper values are kept as they are. */
 #define MAX_DEPTH 64
 

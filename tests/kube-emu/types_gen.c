@@ -5,6 +5,8 @@
  */
 #include "tests/kube-emu/types.h"
 
+#include "util/banned.h" /* last */
+
 /* io.k8s.api.core.v1.Namespace */
 static const struct emu_tfield f0[] = {
 	{"apiVersion", 1, 1, EMU_TF_OMITEMPTY, EMU_REL_DEFAULT, NULL, NULL},

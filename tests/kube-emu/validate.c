@@ -7,6 +7,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 static const char subdomain_msg[] =
 	"a lowercase RFC 1123 subdomain must consist of lower case "
 	"alphanumeric characters, '-' or '.', and must start and end with an "
@@ -207,7 +209,7 @@ void emu_go_float(struct buf *out, double d)
 			break;
 	}
 	snprintf(text, sizeof(text), "%.*e", digits - 1, d);
-	exp = atoi(strchr(text, 'e') + 1);
+	exp = (int)strtol(strchr(text, 'e') + 1, NULL, 10);
 	/* %v is strconv's 'g' with the shortest digits: %e below 1e-4, from 1e6 */
 	if (exp < -4 || exp >= 6) {
 		buf_adds(out, text);

@@ -13,6 +13,8 @@
 
 #include "tests/kube-emu/emu.h"
 
+#include "util/banned.h" /* last */
+
 struct emu_watch {
 	struct emu_store *st;
 	struct emu_watch *next;
