@@ -2,33 +2,27 @@
  * syncd status [APP]: what a running `syncd run` says about its apps,
  * read from its HTTP endpoint (docs/http-api.md).
  *
- * The request is a plain HTTP/1.1 GET over a TCP socket rather than
+ * The GET goes through a libcurl handle of its own rather than
  * kube_request(): that one is made for the Kubernetes API (a kubeconfig,
  * Status bodies, up to 5 retries with backoff on a refused connection),
  * while this command must answer at once, with the cause, when nothing
- * listens. The endpoint is plain HTTP by design, so no TLS here.
+ * listens. The endpoint is plain HTTP by design: only http:// is allowed,
+ * and no proxy is used (it is a local or in-cluster address).
  */
-#include <errno.h>
+#include <curl/curl.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "syncd/cli.h"
 #include "syncd/status_fmt.h"
-#include "util/clock.h"
 
 #include "util/banned.h" /* last */
 
 #define DEFAULT_ADDR "http://127.0.0.1:8080"
-#define MAX_HEADER   (64u << 10)
-#define READ_CHUNK   65536
 
 static const char usage[] =
 	"usage: syncd status [APP] [--addr URL] [-o text|json] [--no-color]\n"
@@ -146,194 +140,65 @@ static int url_parse(struct url *u, const char *s, struct err *err)
 	return 0;
 }
 
-/* Milliseconds left before `deadline`, at least 0. */
-static int left_ms(long long deadline)
-{
-	long long left = deadline - clk_mono_ms();
-
-	return left < 0 ? 0 : (int)left;
-}
-
 static int timed_out(struct err *err, unsigned timeout_ms)
 {
 	return err_set(err, ERR_TIMEOUT, "timed out after %u s",
 		       (timeout_ms + 999) / 1000);
 }
 
-/* Connect to the first address that answers, before `deadline`. */
-static int dial(int *out, const struct url *u, long long deadline,
-		unsigned timeout_ms, struct err *err)
-{
-	struct addrinfo hints = {0}, *res = NULL, *ai;
-	char why[128];
-	int fd = -1, rc, last = ECONNREFUSED, error = 0;
-
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	rc = getaddrinfo(u->host, u->port, &hints, &res);
-	if (rc) {
-		error = err_set(err, ERR_IO, "%s",
-				rc == EAI_SYSTEM
-					? cause(errno, why, sizeof(why))
-					: lower_first(gai_strerror(rc), why,
-						      sizeof(why)));
-		goto out;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		struct pollfd pfd;
-		socklen_t len = sizeof(rc);
-
-		fd = socket(ai->ai_family,
-			    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			    ai->ai_protocol);
-		if (fd < 0) {
-			last = errno;
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		if (errno != EINPROGRESS) {
-			last = errno;
-			goto next;
-		}
-		pfd.fd = fd;
-		pfd.events = POLLOUT;
-		do
-			rc = poll(&pfd, 1, left_ms(deadline));
-		while (rc < 0 && errno == EINTR);
-		if (rc == 0) {
-			close(fd);
-			error = timed_out(err, timeout_ms);
-			goto out;
-		}
-		if (rc > 0 &&
-		    !getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &len) && rc == 0)
-			break;
-		last = rc > 0 ? rc : errno;
-	next:
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0)
-		error = err_set(err, ERR_IO, "%s",
-				cause(last, why, sizeof(why)));
-out:
-	if (res)
-		freeaddrinfo(res);
-	*out = fd;
-	return error;
-}
-
-static int send_all(int fd, const char *p, size_t len, long long deadline,
-		    unsigned timeout_ms, struct err *err)
-{
-	char why[128];
-
-	while (len) {
-		struct pollfd pfd = {fd, POLLOUT, 0};
-		ssize_t n;
-		int rc = poll(&pfd, 1, left_ms(deadline));
-
-		if (rc == 0)
-			return timed_out(err, timeout_ms);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0)
-			return err_set(err, ERR_IO, "%s",
-				       cause(errno, why, sizeof(why)));
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/*
- * Decode the chunked body at `p` (`len` bytes) into `body`. Returns 1
- * when the last chunk was seen, 0 when more is needed, or ERR_PARSE /
- * ERR_LIMIT (the body's cap).
- */
-static int dechunk(const char *p, size_t len, struct buf *body)
-{
-	const char *end = p + len;
-
-	buf_reset(body);
-	for (;;) {
-		const char *eol = memmem(p, end - p, "\r\n", 2);
-		unsigned long long size = 0;
-		const char *q;
-
-		if (!eol)
-			return 0;
-		for (q = p;
-		     q < eol && strchr("0123456789abcdefABCDEF", *q) && *q;
-		     q++) {
-			if (size > (1ULL << 40))
-				return ERR_LIMIT;
-			size = size * 16 +
-			       (unsigned)(*q <= '9' ? *q - '0'
-						    : (*q | 0x20) - 'a' + 10);
-		}
-		if (q == p || (q < eol && *q != ';' && *q != ' '))
-			return ERR_PARSE;
-		p = eol + 2;
-		if (!size)
-			return 1; /* trailers, if any, do not matter */
-		if (size > (unsigned long long)(end - p) ||
-		    (size_t)(end - p) - size < 2)
-			return body->cap && size > body->cap ? ERR_LIMIT : 0;
-		if (buf_add(body, p, size) < 0)
-			return ERR_LIMIT;
-		p += size;
-		if (p[0] != '\r' || p[1] != '\n')
-			return ERR_PARSE;
-		p += 2;
-	}
-}
-
-/* What the headers say about the body. */
-struct head {
-	size_t len; /* of the status line and headers, with \r\n\r\n */
-	int code;
-	bool chunked;
-	long long length; /* Content-Length, or -1 */
+struct sink {
+	struct buf *body;
+	size_t max;
+	bool over; /* the body went past max */
 };
 
-static int parse_head(struct head *h, const char *raw, size_t len)
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
-	const char *end = memmem(raw, len, "\r\n\r\n", 4), *p, *eol;
-	int major, minor, n = 0;
+	struct sink *s = ctx;
+	size_t len = size * n;
 
-	if (!end)
+	if (s->body->len + len > s->max || buf_add(s->body, p, len) < 0) {
+		s->over = true;
 		return 0;
-	h->len = end - raw + 4;
-	h->chunked = false;
-	h->length = -1;
-	if (sscanf(raw, "HTTP/%1d.%1d %3d%n", &major, &minor, &h->code, &n) !=
-		    3 ||
-	    major != 1 || h->code < 100)
-		return ERR_PARSE;
-	p = memmem(raw, len, "\r\n", 2) + 2;
-	while (p < end + 2) {
-		eol = memmem(p, end + 2 - p, "\r\n", 2);
-		if (!strncasecmp(p, "Content-Length:", 15)) {
-			char *e;
-
-			h->length = strtoll(p + 15, &e, 10);
-			if (h->length < 0 || e == p + 15)
-				return ERR_PARSE;
-		} else if (!strncasecmp(p, "Transfer-Encoding:", 18)) {
-			const char *v = p + 18;
-
-			while (*v == ' ' || *v == '\t')
-				v++;
-			h->chunked = !strncasecmp(v, "chunked", 7);
-		}
-		p = eol + 2;
 	}
-	return 1;
+	return len;
+}
+
+/* The failure of a transfer as a lower-case cause in `err`. */
+static int transfer_error(CURL *h, CURLcode rc, const struct sink *sink,
+			  size_t max_body, unsigned timeout_ms, struct err *err)
+{
+	char why[128];
+	long os_errno = 0;
+
+	switch (rc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return timed_out(err, timeout_ms);
+	case CURLE_FILESIZE_EXCEEDED:
+	case CURLE_WRITE_ERROR:
+		if (rc == CURLE_FILESIZE_EXCEEDED || sink->over)
+			return err_set(err, ERR_LIMIT,
+				       "the answer is larger than %zu MiB",
+				       max_body >> 20 ? max_body >> 20 : 1);
+		break;
+	case CURLE_WEIRD_SERVER_REPLY:
+	case CURLE_UNSUPPORTED_PROTOCOL: /* HTTP/0.9: not an answer */
+		return err_set(err, ERR_PARSE, "not an HTTP/1.1 answer");
+	case CURLE_PARTIAL_FILE:
+	case CURLE_GOT_NOTHING:
+		return err_set(err, ERR_PARSE,
+			       "not an HTTP/1.1 answer (the connection closed "
+			       "early)");
+	default:
+		break;
+	}
+	curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &os_errno);
+	if (os_errno && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_RECV_ERROR ||
+			 rc == CURLE_SEND_ERROR))
+		return err_set(err, ERR_IO, "%s",
+			       cause((int)os_errno, why, sizeof(why)));
+	return err_set(err, ERR_IO, "%s",
+		       lower_first(curl_easy_strerror(rc), why, sizeof(why)));
 }
 
 int status_http_get(const char *base, const char *path, size_t max_body,
@@ -341,132 +206,61 @@ int status_http_get(const char *base, const char *path, size_t max_body,
 		    struct err *err)
 {
 	struct url u;
-	struct buf req = BUF_INIT, raw = BUF_INIT;
-	struct head h = {0, 0, false, -1};
-	long long deadline;
-	bool have_head = false, eof = false;
-	char why[128];
-	int fd = -1, error, rc;
+	struct buf url = BUF_INIT;
+	struct sink sink;
+	struct curl_slist *headers = NULL, *h2;
+	CURL *h = NULL;
+	CURLcode rc;
+	long code = 0;
+	int error;
 
 	if (!max_body)
 		max_body = STATUS_HTTP_MAX_BODY;
 	if (!timeout_ms)
 		timeout_ms = STATUS_HTTP_TIMEOUT_MS;
-	deadline = clk_mono_ms() + timeout_ms;
 	buf_release(&resp->body);
 	buf_init(&resp->body, max_body);
 	resp->code = 0;
-	/* Chunk framing may add to the body; the head has its own cap. */
-	buf_init(&raw, MAX_HEADER + max_body + max_body / 4 + 4096);
+	sink = (struct sink){&resp->body, max_body, false};
 
 	if ((error = url_parse(&u, base, err)) < 0)
 		goto out;
-	if (buf_addf(&req,
-		     "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n"
-		     "User-Agent: syncd/%s\r\nAccept: application/json\r\n"
-		     "Connection: close\r\n\r\n",
-		     u.prefix, path, strchr(u.host, ':') ? "[" : "", u.host,
-		     strchr(u.host, ':') ? "]" : "", u.port,
-		     SYNCD_VERSION) < 0) {
+	if (buf_addf(&url, "http://%s%s%s:%s%s%s",
+		     strchr(u.host, ':') ? "[" : "", u.host,
+		     strchr(u.host, ':') ? "]" : "", u.port, u.prefix,
+		     path) < 0 ||
+	    !(h = curl_easy_init()) ||
+	    !(headers = curl_slist_append(NULL, "Accept: application/json")) ||
+	    !(h2 = curl_slist_append(headers, "Connection: close"))) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((error = dial(&fd, &u, deadline, timeout_ms, err)) < 0)
+	headers = h2;
+	curl_easy_setopt(h, CURLOPT_URL, buf_cstr(&url));
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "syncd/" SYNCD_VERSION);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK) {
+		error = transfer_error(h, rc, &sink, max_body, timeout_ms, err);
+		buf_reset(&resp->body);
 		goto out;
-	if ((error = send_all(fd, req.ptr, req.len, deadline, timeout_ms,
-			      err)) < 0)
-		goto out;
-
-	for (;;) {
-		char chunk[READ_CHUNK];
-		struct pollfd pfd = {fd, POLLIN, 0};
-		ssize_t n;
-
-		if (have_head) {
-			size_t got = raw.len - h.len;
-
-			if (h.chunked) {
-				/* Try only when the terminator may be there. */
-				if (eof ||
-				    (got >= 5 && !memcmp(raw.ptr + raw.len - 4,
-							 "\r\n\r\n", 4))) {
-					rc = dechunk(raw.ptr + h.len, got,
-						     &resp->body);
-					if (rc == 1)
-						break;
-					if (rc == ERR_LIMIT)
-						goto too_big;
-					if (rc < 0 || eof)
-						goto bad;
-				}
-			} else if (h.length >= 0) {
-				if ((unsigned long long)h.length > max_body)
-					goto too_big;
-				if (got >= (unsigned long long)h.length) {
-					buf_add(&resp->body, raw.ptr + h.len,
-						(size_t)h.length);
-					break;
-				}
-				if (eof)
-					goto bad;
-			} else if (eof) {
-				if (got > max_body)
-					goto too_big;
-				buf_add(&resp->body, raw.ptr + h.len, got);
-				break;
-			}
-		} else if (eof) {
-			goto bad;
-		}
-		rc = poll(&pfd, 1, left_ms(deadline));
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc == 0) {
-			error = timed_out(err, timeout_ms);
-			goto out;
-		}
-		n = recv(fd, chunk, sizeof(chunk), 0);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0) {
-			error = err_set(err, ERR_IO, "%s",
-					cause(errno, why, sizeof(why)));
-			goto out;
-		}
-		if (n == 0) {
-			eof = true;
-			continue;
-		}
-		if (buf_add(&raw, chunk, (size_t)n) < 0)
-			goto too_big;
-		if (!have_head) {
-			/* 1xx answers precede the real one: drop them. */
-			while ((rc = parse_head(&h, raw.ptr, raw.len)) == 1 &&
-			       h.code < 200) {
-				memmove(raw.ptr, raw.ptr + h.len,
-					raw.len - h.len);
-				buf_truncate(&raw, raw.len - h.len);
-			}
-			if (rc < 0 || (rc == 0 && raw.len > MAX_HEADER))
-				goto bad;
-			have_head = rc == 1;
-		}
 	}
-	resp->code = h.code;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	resp->code = (int)code;
 	error = 0;
-	goto out;
-too_big:
-	error = err_set(err, ERR_LIMIT, "the answer is larger than %zu MiB",
-			max_body >> 20 ? max_body >> 20 : 1);
-	goto out;
-bad:
-	error = err_set(err, ERR_PARSE, "not an HTTP/1.1 answer%s",
-			eof ? " (the connection closed early)" : "");
 out:
-	if (fd >= 0)
-		close(fd);
-	buf_release(&req);
-	buf_release(&raw);
+	curl_slist_free_all(headers);
+	if (h)
+		curl_easy_cleanup(h);
+	buf_release(&url);
 	return error;
 }
 

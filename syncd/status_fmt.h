@@ -88,8 +88,8 @@ void status_http_response_release(struct status_http_response *resp);
 
 /*
  * GET `base` (an http:// URL: host, optional port, optional path
- * prefix) + `path` with HTTP/1.1 over a plain TCP socket. The body may
- * come with a Content-Length, chunked, or until the server closes; one
+ * prefix) + `path` with HTTP/1.1 (libcurl, no proxy, no retry). The body
+ * may come with a Content-Length, chunked, or until the server closes; one
  * over `max_body` bytes (0: STATUS_HTTP_MAX_BODY) is ERR_LIMIT. The
  * whole exchange gives up after `timeout_ms` (0: STATUS_HTTP_TIMEOUT_MS)
  * with ERR_TIMEOUT. Any HTTP status is a success here: the caller reads
