@@ -1388,7 +1388,7 @@ int emu_store_delete_opts(struct emu_store *st, const struct emu_resource *res,
 {
 	struct buf msg = BUF_INIT;
 	json_t *details, *marked = NULL, *meta, *fin, *gone;
-	bool is_ns = res == namespaces_res();
+	bool is_ns = res == namespaces_res(), has_finalizers;
 	char ts[32];
 	ssize_t i;
 	int code = 200;
@@ -1429,9 +1429,10 @@ int emu_store_delete_opts(struct emu_store *st, const struct emu_resource *res,
 		add_finalizer(fin, "orphan");
 	if (is_crd_res(res))
 		add_finalizer(fin, "customresourcecleanup.apiextensions.k8s.io");
-	if (!json_array_size(fin))
-		json_object_del(meta, "finalizers");
-	if (json_array_size(fin) || is_ns) {
+	has_finalizers = json_array_size(fin) > 0;
+	if (!has_finalizers)
+		json_object_del(meta, "finalizers"); /* frees fin */
+	if (has_finalizers || is_ns) {
 		if (!json_object_get(meta, "deletionTimestamp")) {
 			clk_rfc3339_format(time(NULL), ts);
 			json_object_set_new(meta, "deletionTimestamp",
