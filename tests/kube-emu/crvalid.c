@@ -416,55 +416,6 @@ static const char *go_type(const json_t *v)
 	}
 }
 
-/* Go's %v of a decoded JSON value, as unstructured's accessor errors. */
-static void go_value(struct buf *out, const json_t *v)
-{
-	const char *k;
-	const json_t *x;
-	size_t i;
-
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		buf_adds(out, json_string_value(v));
-		break;
-	case JSON_INTEGER:
-		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		emu_go_float(out, json_real_value(v));
-		break;
-	case JSON_TRUE:
-		buf_adds(out, "true");
-		break;
-	case JSON_FALSE:
-		buf_adds(out, "false");
-		break;
-	case JSON_ARRAY:
-		buf_addch(out, '[');
-		json_array_foreach(v, i, x)
-		{
-			if (i)
-				buf_addch(out, ' ');
-			go_value(out, x);
-		}
-		buf_addch(out, ']');
-		break;
-	case JSON_OBJECT:
-		/* fmt prints a map sorted by key */
-		buf_adds(out, "map[");
-		i = 0;
-		json_object_foreach((json_t *)v, k, x)
-		{
-			buf_addf(out, "%s%s:", i++ ? " " : "", k);
-			go_value(out, x);
-		}
-		buf_addch(out, ']');
-		break;
-	default:
-		buf_adds(out, "<nil>");
-	}
-}
-
 /*
  * A scale path's value: an int64 (or, with `string`, a string) where
  * kube reads one with unstructured.NestedInt64/NestedString.
@@ -482,7 +433,7 @@ static void check_scale_path(const json_t *obj, const char *path, bool string,
 	if (string ? !json_is_string(v) : !json_is_integer(v)) {
 		buf_addf(&msg, "Invalid value: %s: %s accessor error: ",
 			 string ? "\"\"" : "0", path);
-		go_value(&msg, v);
+		emu_go_value(&msg, v);
 		buf_addf(&msg, " is of the type %s, expected %s", go_type(v),
 			 string ? "string" : "int64");
 		add(&cx, "FieldValueInvalid", path, msg.ptr);

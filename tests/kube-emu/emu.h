@@ -205,6 +205,12 @@ void emu_go_quote(struct buf *out, const char *s);
 /* Go's %v of a float64 (the shortest digits, %e from 1e6 and below 1e-4). */
 void emu_go_float(struct buf *out, double d);
 
+/*
+ * Go's %v of a decoded JSON value (fmt of interface{}): maps with sorted
+ * keys as map[k:v ...], slices as [a b], nil as <nil>.
+ */
+void emu_go_value(struct buf *out, const json_t *v);
+
 /* A value as a field.Error prints it: strings quoted, objects as JSON. */
 void emu_field_value(struct buf *out, const json_t *v);
 

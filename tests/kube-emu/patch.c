@@ -22,7 +22,6 @@
  * without its merge key), 415 for resources that are not built in.
  */
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,117 +79,18 @@ static const char *go_json_kind(const json_t *v)
 	}
 }
 
-/* A float64 as Go's %v prints it: shortest digits, %e from 1e+06 on. */
-static void go_fmt_real(struct buf *out, double d)
-{
-	char tmp[64], mant[32];
-	const char *e;
-	int prec, exp, i, n;
-
-	if (isnan(d) || isinf(d)) {
-		buf_adds(out, isnan(d) ? "NaN" : d > 0 ? "+Inf" : "-Inf");
-		return;
-	}
-	for (prec = 1; prec < 17; prec++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
-		if (strtod(tmp, NULL) == d)
-			break;
-	}
-	snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
-	e = strchr(tmp, 'e');
-	exp = e ? (int)strtol(e + 1, NULL, 10) : 0;
-	if (exp < -4 || exp >= 6) {
-		/* Go writes a two-digit exponent at least, as C does. */
-		n = e ? (int)(e - tmp) : (int)strlen(tmp);
-		snprintf(mant, sizeof(mant), "%.*s", n, tmp);
-		buf_addf(out, "%se%c%02d", mant, exp < 0 ? '-' : '+',
-			 exp < 0 ? -exp : exp);
-		return;
-	}
-	i = prec - 1 - exp;
-	buf_addf(out, "%.*f", i > 0 ? i : 0, d);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* A decoded JSON value as Go's %v prints it (maps with sorted keys). */
-static void go_fmt(struct buf *out, const json_t *v)
-{
-	const char **keys;
-	const char *k;
-	json_t *item;
-	size_t i, n;
-
-	if (!v) {
-		buf_adds(out, "<nil>");
-		return;
-	}
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		n = json_object_size(v);
-		keys = calloc(n ? n : 1, sizeof(*keys));
-		if (!keys)
-			return;
-		i = 0;
-		json_object_foreach((json_t *)v, k, item) keys[i++] = k;
-		qsort(keys, n, sizeof(*keys), cmp_str);
-		buf_adds(out, "map[");
-		for (i = 0; i < n; i++) {
-			if (i)
-				buf_addch(out, ' ');
-			buf_addf(out, "%s:", keys[i]);
-			go_fmt(out, json_object_get(v, keys[i]));
-		}
-		buf_addch(out, ']');
-		free(keys);
-		break;
-	case JSON_ARRAY:
-		buf_addch(out, '[');
-		json_array_foreach(v, i, item)
-		{
-			if (i)
-				buf_addch(out, ' ');
-			go_fmt(out, item);
-		}
-		buf_addch(out, ']');
-		break;
-	case JSON_STRING:
-		buf_add(out, json_string_value(v), json_string_length(v));
-		break;
-	case JSON_INTEGER:
-		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		go_fmt_real(out, json_real_value(v));
-		break;
-	case JSON_TRUE:
-		buf_adds(out, "true");
-		break;
-	case JSON_FALSE:
-		buf_adds(out, "false");
-		break;
-	case JSON_NULL:
-	default:
-		buf_adds(out, "<nil>");
-		break;
-	}
-}
-
 /* A value under %s: strings as they are, other scalars as Go marks them. */
 static void go_fmt_s(struct buf *out, const json_t *v)
 {
 	if (json_is_string(v)) {
-		go_fmt(out, v);
+		emu_go_value(out, v);
 	} else if (!v || json_is_null(v)) {
 		buf_adds(out, "%!s(<nil>)");
 	} else if (json_is_object(v) || json_is_array(v)) {
-		go_fmt(out, v);
+		emu_go_value(out, v);
 	} else {
 		buf_addf(out, "%%!s(%s=", go_type(v));
-		go_fmt(out, v);
+		emu_go_value(out, v);
 		buf_addch(out, ')');
 	}
 }
@@ -759,7 +659,7 @@ static void fail_no_merge_key(struct smp *s, const json_t *m, const char *key)
 		return;
 	s->code = 500;
 	buf_adds(s->msg, "map: ");
-	go_fmt(s->msg, m);
+	emu_go_value(s->msg, m);
 	buf_addf(s->msg, " does not contain declared merge key: %s", key);
 }
 
@@ -773,7 +673,7 @@ static void fail_patch_type(struct smp *s, const json_t *directive,
 	buf_adds(s->msg, "unknown patch type: ");
 	go_fmt_s(s->msg, directive);
 	buf_adds(s->msg, " in map: ");
-	go_fmt(s->msg, m);
+	emu_go_value(s->msg, m);
 }
 
 /*
@@ -881,9 +781,9 @@ static int slice_kind(struct smp *s, const json_t *a, const json_t *b,
 				s->code = 500;
 				buf_adds(s->msg, "list element types are not "
 						 "identical: [");
-				go_fmt(s->msg, a);
+				emu_go_value(s->msg, a);
 				buf_addch(s->msg, ' ');
-				go_fmt(s->msg, b);
+				emu_go_value(s->msg, b);
 				buf_addch(s->msg, ']');
 				return -1;
 			}
@@ -1349,10 +1249,10 @@ static int check_set_order(struct smp *s, const json_t *plist,
 	if (pi < n && oi >= json_array_size(order)) {
 		s->code = 500;
 		buf_adds(s->msg, "The order in patch list:\n");
-		go_fmt(s->msg, plist);
+		emu_go_value(s->msg, plist);
 		buf_adds(s->msg,
 			 "\n doesn't match " SET_ELEMENT_ORDER " list:\n");
-		go_fmt(s->msg, order);
+		emu_go_value(s->msg, order);
 		buf_addch(s->msg, '\n');
 		goto out;
 	}

@@ -1,6 +1,7 @@
 /*
  * Object name rules, with kube-apiserver's messages.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,10 @@ void emu_go_float(struct buf *out, double d)
 	char text[64];
 	int digits, exp;
 
+	if (isnan(d) || isinf(d)) {
+		buf_adds(out, isnan(d) ? "NaN" : d > 0 ? "+Inf" : "-Inf");
+		return;
+	}
 	/* the fewest digits that read back as d */
 	for (digits = 1; digits < 17; digits++) {
 		snprintf(text, sizeof(text), "%.*e", digits - 1, d);
@@ -218,6 +223,73 @@ void emu_go_float(struct buf *out, double d)
 	snprintf(text, sizeof(text), "%.*f",
 		 digits - 1 - exp > 0 ? digits - 1 - exp : 0, d);
 	buf_adds(out, text);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void emu_go_value(struct buf *out, const json_t *v)
+{
+	const char **keys;
+	const char *k;
+	json_t *item;
+	size_t i, n;
+
+	if (!v) {
+		buf_adds(out, "<nil>");
+		return;
+	}
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		n = json_object_size(v);
+		keys = calloc(n ? n : 1, sizeof(*keys));
+		if (!keys)
+			return;
+		i = 0;
+		json_object_foreach((json_t *)v, k, item) keys[i++] = k;
+		qsort(keys, n, sizeof(*keys), cmp_key);
+		buf_adds(out, "map[");
+		for (i = 0; i < n; i++) {
+			if (i)
+				buf_addch(out, ' ');
+			buf_addf(out, "%s:", keys[i]);
+			emu_go_value(out, json_object_get(v, keys[i]));
+		}
+		buf_addch(out, ']');
+		free(keys);
+		break;
+	case JSON_ARRAY:
+		buf_addch(out, '[');
+		json_array_foreach(v, i, item)
+		{
+			if (i)
+				buf_addch(out, ' ');
+			emu_go_value(out, item);
+		}
+		buf_addch(out, ']');
+		break;
+	case JSON_STRING:
+		buf_add(out, json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER:
+		buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		emu_go_float(out, json_real_value(v));
+		break;
+	case JSON_TRUE:
+		buf_adds(out, "true");
+		break;
+	case JSON_FALSE:
+		buf_adds(out, "false");
+		break;
+	case JSON_NULL:
+	default:
+		buf_adds(out, "<nil>");
+		break;
+	}
 }
 
 void emu_field_value(struct buf *out, const json_t *v)
