@@ -159,26 +159,6 @@ static void yaml_error(const char *why, struct buf *out)
 	buf_adds(out, why);
 }
 
-/* encoding/json's name of a JSON value's type in its errors. */
-static const char *go_json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "object";
-	case JSON_ARRAY:
-		return "array";
-	case JSON_STRING:
-		return "string";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "bool";
-	case JSON_NULL:
-		return "null";
-	default:
-		return "number";
-	}
-}
-
 /* handlers.summarizeData: what a decode error quotes of the body. */
 static void summarize(const struct emu_request *req, struct buf *out)
 {
@@ -389,7 +369,7 @@ static json_t *decode_patch(const struct emu_request *req, const char *prefix,
 	if (!json_is_object(obj)) {
 		buf_addf(&msg, "%sjson: cannot unmarshal %s into Go value of "
 			       "type map[string]interface {}",
-			 prefix, go_json_kind(obj));
+			 prefix, emu_go_json_kind(obj));
 		json_decref(obj);
 		obj = NULL;
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
@@ -1885,7 +1865,7 @@ static json_t *decode_json_patch(const struct emu_request *req,
 		buf_addf(&msg,
 			 "error decoding patch: json: cannot unmarshal %s into "
 			 "Go value of type []handlers.jsonPatchOp",
-			 go_json_kind(ops));
+			 emu_go_json_kind(ops));
 		json_decref(ops);
 		ops = NULL;
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);

@@ -57,28 +57,6 @@ static const char *go_type(const json_t *v)
 	}
 }
 
-/* What encoding/json calls a JSON value in an UnmarshalTypeError. */
-static const char *go_json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "object";
-	case JSON_ARRAY:
-		return "array";
-	case JSON_STRING:
-		return "string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "bool";
-	case JSON_NULL:
-	default:
-		return "null";
-	}
-}
-
 /* A value under %s: strings as they are, other scalars as Go marks them. */
 static void go_fmt_s(struct buf *out, const json_t *v)
 {
@@ -146,7 +124,7 @@ static int json_patch_decode_check(const json_t *ops, struct buf *msg)
 		buf_addf(msg,
 			 "error decoding patch: json: cannot unmarshal %s "
 			 "into Go value of type []handlers.jsonPatchOp",
-			 go_json_kind(ops));
+			 emu_go_json_kind(ops));
 		return 400;
 	}
 	json_array_foreach(ops, i, op)
@@ -158,7 +136,7 @@ static int json_patch_decode_check(const json_t *ops, struct buf *msg)
 				 "error decoding patch: json: cannot unmarshal "
 				 "%s into Go value of type "
 				 "handlers.jsonPatchOp",
-				 go_json_kind(op));
+				 emu_go_json_kind(op));
 			return 400;
 		}
 		json_object_foreach(op, k, v)
@@ -172,7 +150,7 @@ static int json_patch_decode_check(const json_t *ops, struct buf *msg)
 				 "error decoding patch: json: cannot unmarshal "
 				 "%s into Go struct field jsonPatchOp.%s of "
 				 "type string",
-				 go_json_kind(v), k);
+				 emu_go_json_kind(v), k);
 			return 400;
 		}
 	}
@@ -1487,7 +1465,7 @@ json_t *emu_strategic_merge_patch(const json_t *orig, const json_t *patch,
 		buf_addf(msg,
 			 "json: cannot unmarshal %s into Go value of type "
 			 "map[string]interface {}",
-			 go_json_kind(patch));
+			 emu_go_json_kind(patch));
 		return NULL;
 	}
 	for (i = 0; i < sizeof(smp_kinds) / sizeof(smp_kinds[0]); i++)

@@ -383,11 +383,10 @@ static void add_resource(json_t *list, const struct emu_resource *r,
 	else if (!categories && (r->flags & EMU_RES_CAT_ALL))
 		json_object_set_new(o, "categories", json_pack("[s]", "all"));
 	json_array_append_new(list, o);
-	/* kube lists a resource's subresources sorted too */
-	if (r->flags & EMU_RES_SCALE)
-		json_array_append_new(list, subresource_json(r, "scale"));
 	if (r->flags & EMU_RES_STATUS)
 		json_array_append_new(list, subresource_json(r, "status"));
+	if (r->flags & EMU_RES_SCALE)
+		json_array_append_new(list, subresource_json(r, "scale"));
 }
 
 static int by_name(const void *a, const void *b)

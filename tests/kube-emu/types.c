@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "diff/diff.h"
+#include "tests/kube-emu/emu.h"
 #include "tests/kube-emu/types.h"
 
 #include "util/banned.h" /* last */
@@ -63,27 +64,6 @@ struct dec {
 	int error;
 };
 
-/* encoding/json's name of a JSON value in its errors. */
-static const char *json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "object";
-	case JSON_ARRAY:
-		return "array";
-	case JSON_STRING:
-		return "string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "bool";
-	default:
-		return "null";
-	}
-}
-
 /*
  * "json: cannot unmarshal string into Go struct field
  * DeploymentSpec.spec.replicas of type int32": the struct holding the
@@ -104,7 +84,7 @@ static void type_error(struct dec *d, const json_t *v, int holder, int type)
 		snprintf(num, sizeof(num), "%.17g", json_real_value(v));
 		buf_addf(d->msg, "number %s", num);
 	} else {
-		buf_adds(d->msg, json_kind(v));
+		buf_adds(d->msg, emu_go_json_kind(v));
 	}
 	buf_addf(d->msg, " into Go struct field %s.%s of type %s",
 		 dot ? dot + 1 : owner, buf_cstr(&d->field),
