@@ -738,6 +738,23 @@ static void *write_cms(void *arg)
 	return NULL;
 }
 
+/*
+ * Watch "default" until `s` has seen enough (the callback's 7) while
+ * `w` writes from its own thread; the writer is done on return.
+ */
+static void watch_while_writing(const struct kube_resource *cm,
+				const struct kube_watch_options *wo,
+				struct seen *s, struct writer *w)
+{
+	pthread_t t;
+
+	cr_assert_eq(pthread_create(&t, NULL, write_cms, w), 0);
+	cr_assert_eq(kube_watch(client, cm, "default", wo, on_event, s, NULL,
+				&err),
+		     7, "%s", err_msg(&err));
+	pthread_join(t, NULL);
+}
+
 Test(kube_watch, lists_first_without_resource_version, .init = setup)
 {
 	const struct kube_resource *cm = find("", "ConfigMap");
@@ -746,15 +763,10 @@ Test(kube_watch, lists_first_without_resource_version, .init = setup)
 	struct seen s = {.want = 1, .stop_on_bookmark = true};
 	/* a write elsewhere moves the resource past the watch's list */
 	struct writer w = {cm, "elsewhere", 1, 300, NULL, "kube-system"};
-	pthread_t t;
 
 	apply_cm("default", "a");
 	apply_cm("default", "b");
-	cr_assert_eq(pthread_create(&t, NULL, write_cms, &w), 0);
-	cr_assert_eq(kube_watch(client, cm, "default", &wo, on_event, &s, NULL,
-				&err),
-		     7, "%s", err_msg(&err));
-	pthread_join(t, NULL);
+	watch_while_writing(cm, &wo, &s, &w);
 	cr_assert_eq(s.relists, 1);
 	cr_assert_eq(s.relist_size, 2);
 	/* Existing objects came in the RELIST, not again as ADDED. */
@@ -771,7 +783,6 @@ Test(kube_watch, resumes_after_server_ends_stream)
 	struct kube_watch_options wo = {.bookmarks = false};
 	struct writer w = {NULL, "w", 6, 250, NULL, NULL};
 	struct seen s = {.want = 6};
-	pthread_t t;
 	char *rv, want[32];
 	unsigned i;
 
@@ -781,11 +792,7 @@ Test(kube_watch, resumes_after_server_ends_stream)
 	rv = list_rv();
 	wo.resource_version = rv;
 	cr_assert_eq(test_emu_reset_stats(&emu), 0);
-	cr_assert_eq(pthread_create(&t, NULL, write_cms, &w), 0);
-	cr_assert_eq(kube_watch(client, cm, "default", &wo, on_event, &s, NULL,
-				&err),
-		     7, "%s", err_msg(&err));
-	pthread_join(t, NULL);
+	watch_while_writing(cm, &wo, &s, &w);
 	/* Every object once, in order: resumed where each stream ended. */
 	cr_assert_eq(s.n, 6);
 	for (i = 0; i < 6; i++) {
@@ -807,7 +814,6 @@ Test(kube_watch, expired_relists)
 	struct kube_watch_options wo = {.bookmarks = true};
 	struct seen s = {.want = 1};
 	struct writer w = {NULL, "after", 1, 0, &s.relisted, NULL};
-	pthread_t t;
 	char *rv;
 
 	start_with(expire_once);
@@ -819,11 +825,7 @@ Test(kube_watch, expired_relists)
 	apply_cm("default", "c");
 	wo.resource_version = rv;
 	cr_assert_eq(test_emu_reset_stats(&emu), 0);
-	cr_assert_eq(pthread_create(&t, NULL, write_cms, &w), 0);
-	cr_assert_eq(kube_watch(client, cm, "default", &wo, on_event, &s, NULL,
-				&err),
-		     7, "%s", err_msg(&err));
-	pthread_join(t, NULL);
+	watch_while_writing(cm, &wo, &s, &w);
 	/* 410 on the first watch: the list (a, b, c), then new events. */
 	cr_assert_eq(s.relists, 1);
 	cr_assert_eq(s.relist_size, 3);
