@@ -324,3 +324,64 @@ Test(discovery, custom_resources)
 	json_decref(out);
 	emu_store_release(&srv.store);
 }
+
+/* The index of the resource named `name` in an APIResourceList, or -1. */
+static long index_of(const json_t *list, const char *name)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(list, "resources"), i, r)
+	{
+		if (!strcmp(str_at(r, "name", NULL), name))
+			return (long)i;
+	}
+	return -1;
+}
+
+Test(discovery, plain_lists_sorted_with_storage_version_hashes)
+{
+	struct emu_server srv;
+	json_t *out = NULL, *r;
+	const char *prev = "";
+	size_t i;
+
+	server_init(&srv);
+	cr_assert_eq(call(&srv, "GET", "/api/v1", "application/json", NULL,
+			  NULL, &out),
+		     200);
+	/* sorted by name, subresources after their resource */
+	json_array_foreach(json_object_get(out, "resources"), i, r)
+	{
+		const char *name = str_at(r, "name", NULL);
+
+		cr_assert_lt(strcmp(prev, name), 0, "%s after %s", name, prev);
+		prev = name;
+	}
+	/* the values of kube-apiserver 1.36 (the first 8 bytes of the
+	 * SHA-256 of the storage group/version/kind) */
+	r = json_array_get(json_object_get(out, "resources"),
+			   (size_t)index_of(out, "configmaps"));
+	cr_assert_str_eq(str_at(r, "storageVersionHash", NULL), "qFsyl6wFWjQ=");
+	r = json_array_get(json_object_get(out, "resources"),
+			   (size_t)index_of(out, "pods"));
+	cr_assert_str_eq(str_at(r, "storageVersionHash", NULL), "xPOwRZ+Yhw8=");
+	r = json_array_get(json_object_get(out, "resources"),
+			   (size_t)index_of(out, "pods/status"));
+	cr_assert_null(json_object_get(r, "storageVersionHash"),
+		       "a subresource has none");
+	json_decref(out);
+
+	cr_assert_eq(call(&srv, "GET", "/apis/apps/v1", "application/json",
+			  NULL, NULL, &out),
+		     200);
+	r = json_array_get(json_object_get(out, "resources"),
+			   (size_t)index_of(out, "deployments"));
+	cr_assert_str_eq(str_at(r, "storageVersionHash", NULL), "8aSe+NMegvE=");
+	cr_assert_eq(index_of(out, "deployments/scale"),
+		     index_of(out, "deployments") + 1);
+	cr_assert_eq(index_of(out, "deployments/status"),
+		     index_of(out, "deployments") + 2);
+	json_decref(out);
+	emu_store_release(&srv.store);
+}
