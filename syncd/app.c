@@ -3,6 +3,7 @@
  * reconcile pass. See app.h for the steps.
  */
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -770,7 +771,13 @@ void app_sync_result_release(struct app_sync_result *res)
 {
 	if (!res)
 		return;
-	buf_release(&res->log);
+	for (size_t i = 0; i < res->nentries; i++) {
+		free(res->entries[i].object);
+		free(res->entries[i].result);
+	}
+	free(res->entries);
+	res->entries = NULL;
+	res->nentries = res->aentries = 0;
 	err_release(&res->failures);
 }
 
@@ -813,19 +820,58 @@ static enum phase phase_of(struct sync *s, const struct diff_key *k)
 						    : PHASE_NAMESPACED;
 }
 
+/*
+ * One entry of the result: `object` (NULL: the app) and what happened.
+ * Out of memory loses the entry, never the counts.
+ */
+static void add_entry(struct app_sync_result *res, const char *object,
+		      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void add_entry(struct app_sync_result *res, const char *object,
+		      const char *fmt, ...)
+{
+	struct app_sync_entry *e;
+	va_list ap;
+	char *result;
+	int n;
+
+	if (res->nentries == res->aentries) {
+		size_t alloc = res->aentries ? 2 * res->aentries : 16;
+
+		e = realloc(res->entries, alloc * sizeof(*e));
+		if (!e)
+			return;
+		res->entries = e;
+		res->aentries = alloc;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&result, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	e = &res->entries[res->nentries];
+	e->result = result;
+	e->object = NULL;
+	if (object && !(e->object = strdup(object))) {
+		free(result);
+		return;
+	}
+	res->nentries++;
+}
+
 static void log_line(struct sync *s, const struct diff_key *k, const char *what)
 {
 	buf_reset(&s->name);
 	diff_key_format(k, &s->name);
-	buf_addf(&s->res->log, "%s: %s%s\n", buf_cstr(&s->name), what,
-		 s->opts->dry_run ? " (dry run)" : "");
+	add_entry(s->res, buf_cstr(&s->name), "%s%s", what,
+		  s->opts->dry_run ? " (dry run)" : "");
 }
 
 static void fail(struct sync *s, const struct diff_key *k, const char *msg)
 {
 	buf_reset(&s->name);
 	diff_key_format(k, &s->name);
-	buf_addf(&s->res->log, "%s: failed: %s\n", buf_cstr(&s->name), msg);
+	add_entry(s->res, buf_cstr(&s->name), "failed: %s", msg);
 	err_set(&s->res->failures, ERR_GENERIC, "%s: %s", buf_cstr(&s->name),
 		msg);
 	s->res->failed++;
@@ -1032,7 +1078,7 @@ static void prune(struct sync *s)
 			 "prune: %zu objects to delete, over the budget of "
 			 "%zu: nothing pruned (raise --prune-budget)",
 			 n, s->opts->prune_budget);
-		buf_addf(&s->res->log, "%s\n", buf_cstr(&s->name));
+		add_entry(s->res, NULL, "%s", buf_cstr(&s->name));
 		err_set(&s->res->failures, ERR_LIMIT, "%s", buf_cstr(&s->name));
 		s->res->failed++;
 		s->res->kept += n;

@@ -21,10 +21,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "diff/diff.h"
+#include "renderers/render.h"
+#include "syncd/git.h"
 #include "syncd/kube.h"
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/strvec.h"
 
 #define APP_LABEL_PART_OF   "applyset.kubernetes.io/part-of"
 #define APP_LABEL_ID	    "applyset.kubernetes.io/id"
@@ -129,15 +134,24 @@ struct app_sync_options {
 	void *applied_ctx; /* the context of the three callbacks */
 };
 
+/* What one write of a pass did, in the order the pass did it. */
+struct app_sync_entry {
+	char *object; /* diff_key_format() of the object; NULL for the app
+			 as a whole (a prune held back by its budget) */
+	char *result; /* "created", "configured", "pruned", "failed: WHY",
+			 ..., with " (dry run)" for a dry run */
+};
+
 struct app_sync_result {
 	size_t applied, unchanged, pruned, failed, kept;
-	struct buf log;	     /* one line per object written or failed */
+	struct app_sync_entry *entries; /* every object written or failed */
+	size_t nentries, aentries;
 	struct err failures; /* one line per failure: object and message */
 };
 
-#define APP_SYNC_RESULT_INIT                      \
-	{                                         \
-		0, 0, 0, 0, 0, BUF_INIT, ERR_INIT \
+#define APP_SYNC_RESULT_INIT                            \
+	{                                               \
+		0, 0, 0, 0, 0, NULL, 0, 0, ERR_INIT     \
 	}
 void app_sync_result_release(struct app_sync_result *res);
 
@@ -208,5 +222,150 @@ int app_compare(struct app *app, struct diff_objset *desired,
 		const struct diff_options *dopts, struct diff_schemas **reg,
 		struct diff_report **report, const char *revision,
 		struct err *err);
+
+/*
+ * The app spec: everything that says what an app is, in one type. Where
+ * its files come from (a Git repository, or a local path), how they
+ * become objects (renderer, options, variables) and how it is kept (prune,
+ * self-heal, foreign fields, ignore rules). The config loader (one entry
+ * of `apps:` in syncd.yaml) and the command-line options of render, diff
+ * and sync fill the same type; docs/renderers.md has the one table of
+ * render options, flags and config keys.
+ *
+ * The settings are the libraries' own option types (`git`, `render`); the
+ * spec owns every string and list they point at. Set strings with
+ * app_spec_set(), lists with app_spec_add(), never by assignment.
+ */
+
+/* The render option lists a spec owns (see bind() in spec.c). */
+enum app_list {
+	APP_LIST_INCLUDE,	    /* render.dir.include */
+	APP_LIST_EXCLUDE,	    /* render.dir.exclude */
+	APP_LIST_HELM_VALUES,	    /* render.helm.values */
+	APP_LIST_HELM_SET,	    /* render.helm.set, "KEY=VALUE" */
+	APP_LIST_JSONNET_EXT_STR,   /* "NAME=VALUE" */
+	APP_LIST_JSONNET_EXT_CODE,  /* "NAME=CODE" */
+	APP_LIST_JSONNET_TLA_STR,
+	APP_LIST_JSONNET_TLA_CODE,
+	APP_LIST_JSONNET_JPATH,
+	APP_LIST_PLUGIN_ARGS,	    /* render.exec.args */
+	APP_LIST_PLUGIN_ENV,	    /* render.exec.env, "NAME=VALUE" */
+	APP_LIST_COUNT,
+};
+
+/* Substitution not chosen: strict when there are variables, else off. */
+#define APP_SUBST_DEFAULT (-1)
+
+struct app_ignore_lists {
+	struct strvec json_pointers;
+	struct strvec managers;
+};
+
+struct app_spec {
+	const char *name;      /* NULL: derived from the path (one-shot
+				  commands only) */
+	const char *namespace; /* default namespace of the objects; NULL:
+				  none */
+	/* Where the files come from; git.url NULL: a local path. */
+	struct git_source_options git;
+	uint64_t interval_ms;	/* how often the source is polled; 1m */
+	/* How they become objects. */
+	struct render_app_options render;
+	unsigned render_timeout_ms; /* one tool run; 0: the renderers'
+				       default (app_spec_set_render_timeout) */
+	struct strvec vars;	    /* "NAME=VALUE", a later one winning */
+	struct strvec vars_files;   /* read at each render, before vars */
+	int substitute;		    /* enum render_subst_mode, or
+				       APP_SUBST_DEFAULT */
+	/* How it is kept. */
+	bool prune;			  /* default false */
+	struct strvec prune_allow_kinds;  /* "Kind" or "Kind.group" */
+	unsigned prune_budget;		  /* deletions per pass; default 50 */
+	bool self_heal;			  /* default true */
+	enum diff_policy foreign_fields;  /* default respect */
+	struct diff_ignore_rule *ignore;  /* strings owned by the spec */
+	size_t nignore;
+	/* Where it was declared: the line in the file, and the app as
+	 * written (a reload compares it); 0 and NULL on the command line. */
+	unsigned line;
+	json_t *raw;
+	/* Storage behind the pointers above; the spec's own. */
+	struct strvec strings;
+	struct strvec lists[APP_LIST_COUNT];
+	struct app_ignore_lists *ignore_lists;
+};
+
+/* Every default; no allocation (app_spec_release() is still safe). */
+void app_spec_init(struct app_spec *s);
+
+/* Free what the spec owns; *s is app_spec_init() again. */
+void app_spec_release(struct app_spec *s);
+
+/*
+ * Set a string option: `field` points into `s` (&s->git.url,
+ * &s->render.helm.release, ...) and gets a copy of `value` (NULL clears
+ * it) that lives as long as the spec. 0 or ERR_NOMEM.
+ */
+int app_spec_set(struct app_spec *s, const char **field, const char *value);
+
+/* Append a copy of `value` to a list option. 0 or ERR_NOMEM. */
+int app_spec_add(struct app_spec *s, enum app_list which, const char *value);
+
+/* The list (NULL-terminated, NULL when empty) and its length. */
+const char *const *app_spec_list(const struct app_spec *s,
+				 enum app_list which);
+size_t app_spec_list_len(const struct app_spec *s, enum app_list which);
+
+/* The limit of one tool run (kustomize, helm, exec); 0: default. */
+void app_spec_set_render_timeout(struct app_spec *s, unsigned ms);
+
+/* Append a copy of an ignore rule. 0 or ERR_NOMEM. */
+int app_spec_add_ignore(struct app_spec *s, const struct diff_ignore_rule *r);
+
+/* Whether [s, s+n) is a variable name as Flux takes it ([_a-zA-Z][_a-zA-Z0-9]*). */
+bool app_var_name(const char *s, size_t n);
+
+/*
+ * Read a variables file: KEY=VALUE lines (blank lines and # comments
+ * skipped, one pair of surrounding quotes removed) or a YAML/JSON map of
+ * scalars. Appends "NAME=VALUE" strings to *out. Messages name `path`.
+ */
+int app_read_vars(struct strvec *out, const char *path, struct err *err);
+
+/*
+ * Render the app's files at `dir` (a directory, or a file) with its
+ * renderer (detected for auto), then substitute its variables (from its
+ * variables files, then its vars, later ones winning) when substitution
+ * is on. `revision` (commit id or NULL) and `path` (the app's path as
+ * given, for messages and origins; NULL: dir) are what the renderers may
+ * know. Objects are added to *out (on error *out holds what was rendered,
+ * for the caller to release); *used (may be NULL) gets the renderer used.
+ */
+int app_spec_render(const struct app_spec *s, const char *dir,
+		    const char *revision, const char *path,
+		    struct diff_objset *out, enum render_kind *used,
+		    struct err *err);
+
+/*
+ * The render cache: renders kept on disk under a source's cache
+ * directory `base`, in renders/<key>.json, where the key is a digest of
+ * the app's tree id and of every setting that decides what the render
+ * holds. The one-shot commands and the controller share it: a commit that
+ * does not touch the app's directory costs no render, also across
+ * restarts.
+ *
+ * app_render_cache_file() puts the file for (s, tree) in *out
+ * (ERR_NOTFOUND without a base or a tree). A render that may change
+ * without a commit (exec plugins, variables files) is never read back
+ * from an earlier process: app_spec_cacheable() is false. Reading fails (false, *out left empty)
+ * on any problem: a missing, partial, foreign or older file. Writing is
+ * best effort (false when it could not), through a temporary file
+ * renamed into place, so a reader never sees half a file.
+ */
+bool app_spec_cacheable(const struct app_spec *s);
+int app_render_cache_file(struct buf *out, const struct app_spec *s,
+			  const char *base, const char *tree);
+bool app_render_cache_read(const char *file, struct diff_objset *out);
+bool app_render_cache_write(const char *file, const struct diff_objset *set);
 
 #endif

@@ -16,17 +16,14 @@
 #include "util/err.h"
 
 struct cli_app {
+	struct app_spec spec;	 /* what the options say the app is */
 	struct cli_source source;
-	struct cli_render render;
-	const char *name;      /* app name (inventory id); NULL: derived */
-	const char *namespace; /* default namespace of the app's objects */
 	struct option *longopts; /* own + app options, from cli_app_longopts */
-	struct buf render_args;	 /* the render options given, for the cache key */
 	bool render_cached;	 /* the last load came from the render cache */
 };
 
-#define CLI_APP_INIT \
-	{CLI_SOURCE_INIT, CLI_RENDER_INIT, NULL, NULL, NULL, BUF_INIT, false}
+/* Fill *app (its spec with every default); release with cli_app_release(). */
+void cli_app_init(struct cli_app *app);
 
 /*
  * `own` (ended by an all-zero entry) followed by the source and render
@@ -63,28 +60,13 @@ void cli_app_usage(FILE *f);
  * into *out. *revision (may be NULL) gets the commit id or NULL; it is
  * owned by `app`.
  *
- * Renders from Git are cached by the tree id of --path, the render
- * options and the app's name and namespace, in the repository's cache
- * directory (renders/<sha256>.json): a commit that does not touch the
- * app's directory costs no render, also across restarts. Exec plugins
- * and variable files (whose output or content may change without a
- * commit) are never cached.
+ * Renders from Git go through the render cache (app_render_cache_file()
+ * in syncd/app.h), shared with the controller.
  */
 int cli_app_load(struct cli_app *app, const char *path,
 		 struct diff_objset *out, const char **revision,
 		 struct err *err);
 
 void cli_app_release(struct cli_app *app);
-
-/*
- * The render cache's file format (a versioned JSON document of the
- * objects and their origins). Reading fails (false, *out left empty) on
- * any problem: a missing, partial, foreign or older file. Writing is
- * best effort (false when it could not), through a temporary file
- * renamed into place, so a reader never sees half a file; the directory
- * is made when missing.
- */
-bool cli_render_cache_read(const char *file, struct diff_objset *out);
-bool cli_render_cache_write(const char *file, const struct diff_objset *set);
 
 #endif

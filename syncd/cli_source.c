@@ -19,6 +19,7 @@ enum {
 	OPT_PATH,
 	OPT_CACHE_DIR,
 	OPT_USERNAME,
+	OPT_USERNAME_FILE,
 	OPT_PASSWORD_FILE,
 	OPT_PASSWORD_ENV,
 	OPT_TOKEN_FILE,
@@ -39,6 +40,7 @@ const struct option cli_source_longopts[] = {
 	{"path", required_argument, NULL, OPT_PATH},
 	{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
 	{"username", required_argument, NULL, OPT_USERNAME},
+	{"username-file", required_argument, NULL, OPT_USERNAME_FILE},
 	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
 	{"password-env", required_argument, NULL, OPT_PASSWORD_ENV},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
@@ -66,6 +68,7 @@ const char cli_source_usage[] =
 	"      --path SUBDIR          the app's directory in the repository\n"
 	"      --cache-dir DIR        default $XDG_CACHE_HOME/syncd\n"
 	"      --username USER        HTTPS user (SSH: when the URL has none)\n"
+	"      --username-file FILE   the user name from FILE (one line)\n"
 	"      --password-file FILE   HTTPS password, read from FILE\n"
 	"      --password-env VAR     HTTPS password, read from $VAR\n"
 	"      --token-file FILE      HTTPS token, read from FILE\n"
@@ -125,17 +128,22 @@ bad:
 		       s);
 }
 
+static int take(struct cli_source *s, const char **field, const char *name,
+		const char *arg, struct err *err);
+
 static int parse_verify(struct cli_source *s, const char *arg, struct err *err)
 {
+	struct git_source_options *g = &s->spec->git;
+
 	static const char ssh[] = "allowed_signers=", gpg[] = "gpg-keyring=";
 
 	if (!strncmp(arg, ssh, sizeof(ssh) - 1) && arg[sizeof(ssh) - 1]) {
-		s->verify.allowed_signers_file = arg + sizeof(ssh) - 1;
-		return 1;
+		return take(s, &g->verify.allowed_signers_file, "verify-signatures",
+			    arg + sizeof(ssh) - 1, err);
 	}
 	if (!strncmp(arg, gpg, sizeof(gpg) - 1) && arg[sizeof(gpg) - 1]) {
-		s->verify.gpg_keyring_file = arg + sizeof(gpg) - 1;
-		return 1;
+		return take(s, &g->verify.gpg_keyring_file, "verify-signatures",
+			    arg + sizeof(gpg) - 1, err);
 	}
 	return err_set(err, ERR_USAGE,
 		       "--verify-signatures: want allowed_signers=FILE or "
@@ -144,55 +152,59 @@ static int parse_verify(struct cli_source *s, const char *arg, struct err *err)
 }
 
 /* An empty value would silently mean "not set": refuse it. */
-static int take(const char **field, const char *name, const char *arg,
-		struct err *err)
+static int take(struct cli_source *s, const char **field, const char *name,
+		const char *arg, struct err *err)
 {
 	if (!*arg)
 		return err_set(err, ERR_USAGE, "--%s: empty value", name);
-	*field = arg;
+	if (app_spec_set(s->spec, field, arg) < 0)
+		return err_set(err, ERR_NOMEM, "out of memory");
 	return 1;
 }
 
 int cli_source_option(struct cli_source *s, int val, const char *arg,
 		      struct err *err)
 {
-	struct git_source_auth *a = &s->auth;
+	struct git_source_options *g = &s->spec->git;
+	struct git_source_auth *a = &g->auth;
 
 	switch (val) {
 	case OPT_REPO:
-		return take(&s->repo, "repo", arg, err);
+		return take(s, &g->url, "repo", arg, err);
 	case OPT_REVISION:
-		return take(&s->revision, "revision", arg, err);
+		return take(s, &g->revision, "revision", arg, err);
 	case OPT_PATH:
-		return take(&s->subpath, "path", arg, err);
+		return take(s, &g->subpath, "path", arg, err);
 	case OPT_CACHE_DIR:
-		return take(&s->cache_dir, "cache-dir", arg, err);
+		return take(s, &g->cache_dir, "cache-dir", arg, err);
 	case OPT_USERNAME:
-		return take(&a->username, "username", arg, err);
+		return take(s, &a->username, "username", arg, err);
+	case OPT_USERNAME_FILE:
+		return take(s, &a->username_file, "username-file", arg, err);
 	case OPT_PASSWORD_FILE:
-		return take(&a->password_file, "password-file", arg, err);
+		return take(s, &a->password_file, "password-file", arg, err);
 	case OPT_PASSWORD_ENV:
-		return take(&a->password_env, "password-env", arg, err);
+		return take(s, &a->password_env, "password-env", arg, err);
 	case OPT_TOKEN_FILE:
-		return take(&a->token_file, "token-file", arg, err);
+		return take(s, &a->token_file, "token-file", arg, err);
 	case OPT_TOKEN_ENV:
-		return take(&a->token_env, "token-env", arg, err);
+		return take(s, &a->token_env, "token-env", arg, err);
 	case OPT_CA_FILE:
-		return take(&a->ca_file, "ca-file", arg, err);
+		return take(s, &a->ca_file, "ca-file", arg, err);
 	case OPT_SSH_KEY:
-		return take(&a->ssh_key_file, "ssh-key", arg, err);
+		return take(s, &a->ssh_key_file, "ssh-key", arg, err);
 	case OPT_SSH_PASSPHRASE_FILE:
-		return take(&a->ssh_passphrase_file, "ssh-passphrase-file", arg,
+		return take(s, &a->ssh_passphrase_file, "ssh-passphrase-file", arg,
 			    err);
 	case OPT_KNOWN_HOSTS:
-		return take(&a->known_hosts_file, "known-hosts", arg, err);
+		return take(s, &a->known_hosts_file, "known-hosts", arg, err);
 	case OPT_INSECURE_HOST_KEY:
 		a->insecure_skip_host_key_check = true;
 		return 1;
 	case OPT_VERIFY_SIGNATURES:
 		return parse_verify(s, arg, err);
 	case OPT_FETCH_TIMEOUT:
-		if (parse_duration(arg, &s->fetch_timeout_ms, err) < 0)
+		if (parse_duration(arg, &g->fetch_timeout_ms, err) < 0)
 			return ERR_USAGE;
 		return 1;
 	case OPT_VERBOSE:
@@ -206,15 +218,17 @@ int cli_source_option(struct cli_source *s, int val, const char *arg,
 /* The first Git-only option given, for "needs --repo"; NULL when none. */
 static const char *git_option_given(const struct cli_source *s)
 {
-	const struct git_source_auth *a = &s->auth;
+	const struct git_source_options *g = &s->spec->git;
+	const struct git_source_auth *a = &g->auth;
 
-	if (s->revision)
+	if (g->revision)
 		return "--revision";
-	if (s->subpath)
+	if (g->subpath)
 		return "--path";
-	if (s->cache_dir)
+	if (g->cache_dir)
 		return "--cache-dir";
-	if (a->username || a->password_file || a->password_env ||
+	if (a->username || a->username_file || a->password_file ||
+	    a->password_env ||
 	    a->token_file || a->token_env)
 		return "credential options";
 	if (a->ca_file)
@@ -222,9 +236,9 @@ static const char *git_option_given(const struct cli_source *s)
 	if (a->ssh_key_file || a->ssh_passphrase_file || a->known_hosts_file ||
 	    a->insecure_skip_host_key_check)
 		return "SSH options";
-	if (s->verify.allowed_signers_file || s->verify.gpg_keyring_file)
+	if (g->verify.allowed_signers_file || g->verify.gpg_keyring_file)
 		return "--verify-signatures";
-	if (s->fetch_timeout_ms)
+	if (g->fetch_timeout_ms)
 		return "--fetch-timeout";
 	return NULL;
 }
@@ -287,8 +301,8 @@ static void log_poll(const struct cli_source *s, const char *url,
 
 	snprintf(requests, sizeof(requests), "%lu", r->requests);
 	log_info("polled repository", "url", url, "revision",
-		 s->revision ? s->revision : "HEAD", "path",
-		 s->subpath ? s->subpath : "", "commit", r->commit, "tree",
+		 s->spec->git.revision ? s->spec->git.revision : "HEAD",
+		 "path", s->spec->git.subpath ? s->spec->git.subpath : "", "commit", r->commit, "tree",
 		 r->tree, "changed", r->changed ? "true" : "false", "fetched",
 		 r->fetched ? "true" : "false", "contacted",
 		 r->contacted ? "true" : "false", "requests", requests, NULL);
@@ -296,7 +310,6 @@ static void log_poll(const struct cli_source *s, const char *url,
 
 static int prepare_repo(struct cli_source *s, struct err *err)
 {
-	struct git_source_options o;
 	struct git_source_poll_result r;
 	struct git_source *gs = NULL;
 	struct err gerr = ERR_INIT;
@@ -305,21 +318,12 @@ static int prepare_repo(struct cli_source *s, struct err *err)
 	char *dir = NULL;
 	int error;
 
-	memset(&o, 0, sizeof(o));
-	o.version = GIT_SOURCE_OPTIONS_VERSION;
-	if ((error = redacted_url(&url, s->repo)) < 0) {
+	if ((error = redacted_url(&url, s->spec->git.url)) < 0) {
 		err_set(&gerr, ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	name = buf_cstr(&url);
-	o.url = s->repo;
-	o.revision = s->revision;
-	o.subpath = s->subpath;
-	o.cache_dir = s->cache_dir;
-	o.auth = s->auth;
-	o.verify = s->verify;
-	o.fetch_timeout_ms = s->fetch_timeout_ms;
-	if ((error = git_source_open(&gs, &o, &gerr)) < 0)
+	if ((error = git_source_open(&gs, &s->spec->git, &gerr)) < 0)
 		goto out;
 	name = git_source_url(gs);
 	if ((error = git_source_poll(gs, &r, &gerr)) < 0)
@@ -361,7 +365,7 @@ int cli_source_prepare(struct cli_source *s, const char *path, struct err *err)
 {
 	const char *opt;
 
-	if (s->repo) {
+	if (s->spec->git.url) {
 		if (path)
 			return err_set(err, ERR_USAGE,
 				       "give either PATH or --repo, not both");

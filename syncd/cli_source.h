@@ -10,22 +10,19 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include "syncd/git.h"
+#include "syncd/app.h"
 #include "util/err.h"
 
 /* getopt_long `val`s of these options are in [CLI_SOURCE_OPT, +0x100). */
 #define CLI_SOURCE_OPT 0x1100
 
+/*
+ * The source options fill spec->git (the app spec, syncd/app.h); this
+ * holds the state of one checkout.
+ */
 struct cli_source {
-	const char *repo;     /* --repo URL; NULL: PATH is local */
-	const char *revision; /* --revision; NULL: the remote's HEAD */
-	const char *subpath;  /* --path SUBDIR inside the repository */
-	const char *cache_dir;
-	/* Secrets are named (file or variable), never given on argv. */
-	struct git_source_auth auth;
-	struct git_source_verify verify;
-	unsigned fetch_timeout_ms; /* --fetch-timeout; 0: the default */
-	bool verbose;		   /* --verbose: one log line per poll */
+	struct app_spec *spec; /* borrowed: where the options go */
+	bool verbose;	       /* --verbose: one log line per poll */
 	/* State of a checkout, released by cli_source_release(). */
 	char *dir;    /* the directory (or file) to render */
 	char *commit; /* resolved commit id, or NULL for a local PATH */
@@ -34,19 +31,14 @@ struct cli_source {
 	void *priv;
 };
 
-#define CLI_SOURCE_INIT \
-	{               \
-		0       \
-	}
-
 /* Options, ended by an all-zero entry; text for --help. */
 extern const struct option cli_source_longopts[];
 extern const char cli_source_usage[];
 
 /*
  * Take option `val` (from getopt_long). 1 when it was one of ours, 0
- * when not, ERR_USAGE with a message for a bad value. `arg` must live
- * as long as `s` (getopt's optarg does).
+ * when not, ERR_USAGE with a message for a bad value. Values are copied
+ * into s->spec.
  */
 int cli_source_option(struct cli_source *s, int val, const char *arg,
 		      struct err *err);

@@ -388,12 +388,12 @@ static int diff_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_app capp = CLI_APP_INIT;
+	struct cli_app capp;
 	struct cluster_args ca = {0};
 	struct diff_options opts = DIFF_OPTIONS_INIT;
 	struct diff_objset desired = DIFF_OBJSET_INIT;
 	struct err err = ERR_INIT;
-	const struct option *longopts = cli_app_longopts(&capp, own);
+	const struct option *longopts;
 	const char *live_path = NULL, *ns = NULL, *color = "auto";
 	const char *path, *revision = NULL;
 	const char *people[MAX_GLOBS + 1] = {0}, *controllers[MAX_GLOBS + 1] = {0};
@@ -405,6 +405,8 @@ static int diff_main(int argc, char **argv)
 	bool json = false;
 	int c, r, rc = EXIT_ERROR;
 
+	cli_app_init(&capp);
+	longopts = cli_app_longopts(&capp, own);
 	if (!longopts) {
 		fprintf(stderr, "error: out of memory\n");
 		return EXIT_ERROR;
@@ -535,8 +537,11 @@ static int diff_main(int argc, char **argv)
 		ca.name = derived;
 	}
 	ca.ns = ns;
-	capp.name = ca.name;
-	capp.namespace = ns;
+	if (app_spec_set(&capp.spec, &capp.spec.name, ca.name) < 0 ||
+	    app_spec_set(&capp.spec, &capp.spec.namespace, ns) < 0) {
+		fprintf(stderr, "error: out of memory\n");
+		goto out;
+	}
 
 	if (npeople)
 		opts.person_managers = people;

@@ -75,14 +75,16 @@ static int render_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_app app = CLI_APP_INIT;
+	struct cli_app app;
 	struct diff_objset set = DIFF_OBJSET_INIT;
 	struct err err = ERR_INIT;
-	const struct option *longopts = cli_app_longopts(&app, own);
+	const struct option *longopts;
 	const char *path;
 	bool json = false;
 	int c, r, rc = EXIT_ERROR;
 
+	cli_app_init(&app);
+	longopts = cli_app_longopts(&app, own);
 	if (!longopts) {
 		fprintf(stderr, "error: out of memory\n");
 		return EXIT_ERROR;

@@ -3,6 +3,7 @@
  * (syncd/app.c): compare, apply what differs in order, prune orphans.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,14 @@ static int print_result(const struct app_sync_result *res, bool dry_run)
 	struct buf out = BUF_INIT;
 	int rc;
 
-	buf_add(&out, res->log.ptr ? res->log.ptr : "", res->log.len);
+	for (size_t i = 0; i < res->nentries; i++) {
+		const struct app_sync_entry *e = &res->entries[i];
+
+		if (e->object)
+			buf_addf(&out, "%s: %s\n", e->object, e->result);
+		else
+			buf_addf(&out, "%s\n", e->result);
+	}
 	buf_addf(&out,
 		 "%s%zu applied, %zu unchanged, %zu pruned, %zu orphans kept, "
 		 "%zu failed\n",
@@ -118,7 +126,7 @@ static int sync_main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_app capp = CLI_APP_INIT;
+	struct cli_app capp;
 	struct diff_options dopts = DIFF_OPTIONS_INIT;
 	struct app_sync_options so = {0};
 	struct kube_client_options ko = {0};
@@ -129,22 +137,22 @@ static int sync_main(int argc, char **argv)
 	struct err err = ERR_INIT;
 	struct app_conn conn;
 	struct app app;
-	const struct option *longopts = cli_app_longopts(&capp, own);
+	const struct option *longopts;
 	const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
 	const char *name = NULL, *path, *revision = NULL;
-	const char *allow[MAX_ALLOW + 1] = {0};
-	size_t nallow = 0;
+	unsigned long budget;
 	char *derived = NULL, *end;
 	int c, r, error, rc = EXIT_ERROR;
 
 	memset(&conn, 0, sizeof(conn));
 	memset(&app, 0, sizeof(app));
+	cli_app_init(&capp);
+	longopts = cli_app_longopts(&capp, own);
 	if (!longopts) {
 		fprintf(stderr, "error: out of memory\n");
 		return EXIT_ERROR;
 	}
 	dopts.field_manager = "syncd";
-	so.prune_budget = 50;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -172,30 +180,36 @@ static int sync_main(int argc, char **argv)
 			so.dry_run = true;
 			break;
 		case 'F':
-			dopts.policy = DIFF_POLICY_OVERRIDE;
+			capp.spec.foreign_fields = DIFF_POLICY_OVERRIDE;
 			break;
 		case 'R':
-			so.prune = true;
+			capp.spec.prune = true;
 			break;
 		case 'k':
-			if (nallow == MAX_ALLOW) {
+			if (capp.spec.prune_allow_kinds.len == MAX_ALLOW) {
 				rc = cli_usage_error(&cli_sync_command,
 						     "more than %d "
 						     "--prune-allow-kind",
 						     MAX_ALLOW);
 				goto out;
 			}
-			allow[nallow++] = optarg;
+			if (strvec_push(&capp.spec.prune_allow_kinds,
+					optarg) < 0) {
+				fprintf(stderr, "error: out of memory\n");
+				goto out;
+			}
 			break;
 		case 'b':
-			so.prune_budget = strtoul(optarg, &end, 10);
-			if (!*optarg || *end || *optarg == '-') {
+			budget = strtoul(optarg, &end, 10);
+			if (!*optarg || *end || *optarg == '-' ||
+			    budget > UINT_MAX) {
 				rc = cli_usage_error(&cli_sync_command,
 						     "--prune-budget wants a "
 						     "number, not \"%s\"",
 						     optarg);
 				goto out;
 			}
+			capp.spec.prune_budget = (unsigned)budget;
 			break;
 		case 'Q':
 		case 'B':
@@ -236,9 +250,16 @@ static int sync_main(int argc, char **argv)
 		}
 		name = derived;
 	}
-	so.prune_allow = allow;
-	capp.name = name;
-	capp.namespace = ns;
+	/* What the spec says of keeping the app. */
+	so.prune = capp.spec.prune;
+	so.prune_allow = (const char *const *)capp.spec.prune_allow_kinds.v;
+	so.prune_budget = capp.spec.prune_budget;
+	dopts.policy = capp.spec.foreign_fields;
+	if (app_spec_set(&capp.spec, &capp.spec.name, name) < 0 ||
+	    app_spec_set(&capp.spec, &capp.spec.namespace, ns) < 0) {
+		fprintf(stderr, "error: out of memory\n");
+		goto out;
+	}
 
 	if (cli_app_load(&capp, path, &desired, &revision, &err) < 0 ||
 	    app_conn_open(&conn, kubeconfig, context, &ko, &err) < 0 ||

@@ -439,29 +439,15 @@ static void get_enum(struct walk *w, const json_t *obj, const char *key,
 	pop(w, m);
 }
 
-static void list_release(struct config_list *l)
-{
-	if (l->v)
-		for (size_t i = 0; i < l->len; i++)
-			free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->len = 0;
-}
-
-/* A list of non-empty strings; absent means empty. */
+/* A list of non-empty strings; absent leaves *dst alone. */
 static void get_list(struct walk *w, const json_t *obj, const char *key,
-		     struct config_list *dst)
+		     struct strvec *dst)
 {
 	json_t *v = json_object_get(obj, key);
 	struct mark m;
 	size_t i;
 	json_t *item;
 
-	if (!dst->v && !(dst->v = calloc(1, sizeof(char *)))) {
-		w->nomem = true;
-		return;
-	}
 	if (!v)
 		return;
 	m = push_key(w, key);
@@ -470,13 +456,7 @@ static void get_list(struct walk *w, const json_t *obj, const char *key,
 		pop(w, m);
 		return;
 	}
-	list_release(dst);
-	dst->v = calloc(json_array_size(v) + 1, sizeof(char *));
-	if (!dst->v) {
-		w->nomem = true;
-		pop(w, m);
-		return;
-	}
+	strvec_release(dst);
 	json_array_foreach(v, i, item)
 	{
 		struct mark mi = push_index(w, i);
@@ -485,20 +465,20 @@ static void get_list(struct walk *w, const json_t *obj, const char *key,
 			wrong_type(w, "a string", item);
 		else if (!json_string_length(item) && !w->allow_empty)
 			problem(w, "must not be empty");
-		else
-			dst->v[dst->len++] =
-				dup_str(w, json_string_value(item));
+		else if (strvec_push(dst, json_string_value(item)) < 0)
+			w->nomem = true;
 		pop(w, mi);
 	}
 	pop(w, m);
 }
 
-static void list_files(struct walk *w, struct config_list *l)
+/* File names of a list, made relative to the configuration file's directory. */
+static void list_files(struct walk *w, struct strvec *l)
 {
 	for (size_t i = 0; i < l->len && w->dir[0]; i++) {
 		char *j;
 
-		if (!l->v[i] || l->v[i][0] == '/')
+		if (l->v[i][0] == '/')
 			continue;
 		if (asprintf(&j, "%s/%s", w->dir, l->v[i]) < 0) {
 			w->nomem = true;
@@ -509,40 +489,24 @@ static void list_files(struct walk *w, struct config_list *l)
 	}
 }
 
-static void map_release(struct config_map *mp)
-{
-	for (size_t i = 0; i < mp->len; i++) {
-		free(mp->names[i]);
-		free(mp->values[i]);
-	}
-	free(mp->names);
-	free(mp->values);
-	memset(mp, 0, sizeof(*mp));
-}
-
-/* A mapping of names to scalars; numbers and booleans become text. */
+/*
+ * A mapping of names to scalars, as "NAME=VALUE" strings in file order;
+ * numbers and booleans become text.
+ */
 static void get_map(struct walk *w, const json_t *obj, const char *key,
-		    struct config_map *dst)
+		    struct strvec *dst)
 {
 	json_t *v = json_object_get(obj, key);
 	const char *name;
 	json_t *item;
 	struct mark m;
-	size_t n;
+	struct buf pair = BUF_INIT;
 
 	if (!v)
 		return;
 	m = push_key(w, key);
 	if (!json_is_object(v)) {
 		wrong_type(w, "a mapping", v);
-		pop(w, m);
-		return;
-	}
-	n = json_object_size(v);
-	dst->names = calloc(n + 1, sizeof(char *));
-	dst->values = calloc(n + 1, sizeof(char *));
-	if (!dst->names || !dst->values) {
-		w->nomem = true;
 		pop(w, m);
 		return;
 	}
@@ -570,13 +534,66 @@ static void get_map(struct walk *w, const json_t *obj, const char *key,
 		if (s && !name[0]) {
 			problem(w, "empty name");
 		} else if (s) {
-			dst->names[dst->len] = dup_str(w, name);
-			dst->values[dst->len] = dup_str(w, s);
-			dst->len++;
+			buf_reset(&pair);
+			if (buf_addf(&pair, "%s=%s", name, s) < 0 ||
+			    strvec_push(dst, buf_cstr(&pair)) < 0)
+				w->nomem = true;
 		}
 		pop(w, mi);
 	}
+	buf_release(&pair);
 	pop(w, m);
+}
+
+/* Into the app spec: a string, a file name, a list, a mapping. */
+static void spec_str(struct walk *w, struct app_spec *a, const json_t *obj,
+		     const char *key, const char **field)
+{
+	char *v = NULL;
+
+	get_str(w, obj, key, &v);
+	if (v && app_spec_set(a, field, v) < 0)
+		w->nomem = true;
+	free(v);
+}
+
+static void spec_file(struct walk *w, struct app_spec *a, const json_t *obj,
+		      const char *key, const char **field)
+{
+	char *v = NULL;
+
+	get_file(w, obj, key, &v);
+	if (v && app_spec_set(a, field, v) < 0)
+		w->nomem = true;
+	free(v);
+}
+
+static void spec_add(struct walk *w, struct app_spec *a, enum app_list which,
+		     const struct strvec *l)
+{
+	for (size_t i = 0; i < l->len; i++)
+		if (app_spec_add(a, which, l->v[i]) < 0)
+			w->nomem = true;
+}
+
+static void spec_list(struct walk *w, struct app_spec *a, const json_t *obj,
+		      const char *key, enum app_list which)
+{
+	struct strvec l = STRVEC_INIT;
+
+	get_list(w, obj, key, &l);
+	spec_add(w, a, which, &l);
+	strvec_release(&l);
+}
+
+static void spec_map(struct walk *w, struct app_spec *a, const json_t *obj,
+		     const char *key, enum app_list which)
+{
+	struct strvec l = STRVEC_INIT;
+
+	get_map(w, obj, key, &l);
+	spec_add(w, a, which, &l);
+	strvec_release(&l);
 }
 
 /* RFC 1123 label, as Kubernetes checks names of namespaces. */
@@ -643,49 +660,57 @@ static const char *const verify_keys[] = {
 	NULL,
 };
 
-static void walk_source(struct walk *w, const json_t *obj,
-			struct config_source *s)
+static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 {
+	struct git_source_options *g = &a->git;
 	json_t *verify;
 
 	if (!check_map(w, obj, source_keys))
 		return;
 	required(w, obj, "repo");
-	get_str(w, obj, "repo", &s->repo);
-	get_str(w, obj, "revision", &s->revision);
-	get_str(w, obj, "path", &s->path);
-	get_duration(w, obj, "interval", &s->interval_ms, 1000);
-	get_str(w, obj, "username", &s->username);
-	get_file(w, obj, "usernameFile", &s->username_file);
-	get_file(w, obj, "passwordFile", &s->password_file);
-	get_str(w, obj, "passwordEnv", &s->password_env);
-	get_file(w, obj, "tokenFile", &s->token_file);
-	get_str(w, obj, "tokenEnv", &s->token_env);
-	get_file(w, obj, "caFile", &s->ca_file);
-	get_file(w, obj, "sshKeyFile", &s->ssh_key_file);
-	get_file(w, obj, "sshPassphraseFile", &s->ssh_passphrase_file);
-	get_file(w, obj, "knownHostsFile", &s->known_hosts_file);
+	spec_str(w, a, obj, "repo", &g->url);
+	spec_str(w, a, obj, "revision", &g->revision);
+	spec_str(w, a, obj, "path", &g->subpath);
+	get_duration(w, obj, "interval", &a->interval_ms, 1000);
+	spec_str(w, a, obj, "username", &g->auth.username);
+	spec_file(w, a, obj, "usernameFile", &g->auth.username_file);
+	spec_file(w, a, obj, "passwordFile", &g->auth.password_file);
+	spec_str(w, a, obj, "passwordEnv", &g->auth.password_env);
+	spec_file(w, a, obj, "tokenFile", &g->auth.token_file);
+	spec_str(w, a, obj, "tokenEnv", &g->auth.token_env);
+	spec_file(w, a, obj, "caFile", &g->auth.ca_file);
+	spec_file(w, a, obj, "sshKeyFile", &g->auth.ssh_key_file);
+	spec_file(w, a, obj, "sshPassphraseFile",
+		  &g->auth.ssh_passphrase_file);
+	spec_file(w, a, obj, "knownHostsFile", &g->auth.known_hosts_file);
 	if ((verify = json_object_get(obj, "verifySignatures"))) {
 		struct mark m = push_key(w, "verifySignatures");
 
 		if (check_map(w, verify, verify_keys)) {
-			get_file(w, verify, "allowedSignersFile",
-				 &s->allowed_signers_file);
-			get_file(w, verify, "gpgKeyringFile",
-				 &s->gpg_keyring_file);
-			if (!s->allowed_signers_file && !s->gpg_keyring_file)
+			spec_file(w, a, verify, "allowedSignersFile",
+				  &g->verify.allowed_signers_file);
+			spec_file(w, a, verify, "gpgKeyringFile",
+				  &g->verify.gpg_keyring_file);
+			if (!g->verify.allowed_signers_file &&
+			    !g->verify.gpg_keyring_file)
 				problem(w, "needs allowedSignersFile or "
 					   "gpgKeyringFile");
 		}
 		pop(w, m);
 	}
-	if (s->password_file && s->password_env) {
+	if (g->auth.username && g->auth.username_file) {
+		struct mark m = push_key(w, "usernameFile");
+
+		problem(w, "conflicts with username");
+		pop(w, m);
+	}
+	if (g->auth.password_file && g->auth.password_env) {
 		struct mark m = push_key(w, "passwordEnv");
 
 		problem(w, "conflicts with passwordFile");
 		pop(w, m);
 	}
-	if (s->token_file && s->token_env) {
+	if (g->auth.token_file && g->auth.token_env) {
 		struct mark m = push_key(w, "tokenEnv");
 
 		problem(w, "conflicts with tokenFile");
@@ -694,8 +719,9 @@ static void walk_source(struct walk *w, const json_t *obj,
 }
 
 static const char *const render_keys[] = {
-	"type",	  "timeout", "directory", "helm",	"jsonnet",
-	"plugin", "vars",    "varsFiles", "substitute", NULL,
+	"type",	   "timeout", "directory", "kustomize",	"helm",
+	"jsonnet", "plugin",  "vars",	   "varsFiles", "substitute",
+	NULL,
 };
 static const char *const render_types[] = {
 	"auto", "directory", "kustomize", "helm", "jsonnet", "exec", NULL,
@@ -706,8 +732,12 @@ static const char *const dir_keys[] = {
 	"recurse",
 	NULL,
 };
+static const char *const kustomize_keys[] = {
+	"bin",
+	NULL,
+};
 static const char *const helm_keys[] = {
-	"release", "values", "set", "includeCrds", "kubeVersion", NULL,
+	"release", "values", "set", "includeCrds", "kubeVersion", "bin", NULL,
 };
 static const char *const jsonnet_keys[] = {
 	"file", "extVars", "extCode", "tlas", "tlaCode", "jpath", NULL,
@@ -732,7 +762,7 @@ static const char *const subst_names[] = {
  */
 static const json_t *options_block(struct walk *w, const json_t *obj,
 				   const char *key, const char *const *keys,
-				   const struct config_render *r,
+				   const struct app_spec *a,
 				   enum render_kind kind)
 {
 	const json_t *v = json_object_get(obj, key);
@@ -743,7 +773,7 @@ static const json_t *options_block(struct walk *w, const json_t *obj,
 		return NULL;
 	m = push_key(w, key);
 	ok = check_map(w, v, keys);
-	if (ok && r->type != RENDER_AUTO && r->type != kind) {
+	if (ok && a->render.kind != RENDER_AUTO && a->render.kind != kind) {
 		problem(w, "only used with type %s", render_types[kind]);
 		ok = false;
 	}
@@ -751,11 +781,14 @@ static const json_t *options_block(struct walk *w, const json_t *obj,
 	return ok ? v : NULL;
 }
 
-static void walk_render(struct walk *w, const json_t *obj,
-			struct config_render *r)
+static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 {
+	struct render_app_options *r = &a->render;
+	struct strvec vars = STRVEC_INIT;
 	const json_t *b;
 	int type = RENDER_AUTO, subst = RENDER_SUBST_STRICT;
+	uint64_t timeout_ms = 0;
+	bool recurse = true;
 	struct mark m;
 
 	if (obj && !check_map(w, obj, render_keys))
@@ -769,21 +802,34 @@ static void walk_render(struct walk *w, const json_t *obj,
 		return;
 	}
 	get_enum(w, obj, "type", render_types, &type);
-	r->type = (enum render_kind)type;
-	get_duration(w, obj, "timeout", &r->timeout_ms, 1000);
-	b = options_block(w, obj, "directory", dir_keys, r, RENDER_DIRECTORY);
+	r->kind = (enum render_kind)type;
+	get_duration(w, obj, "timeout", &timeout_ms, 1000);
+	if (timeout_ms > UINT_MAX) {
+		m = push_key(w, "timeout");
+		problem(w, "must be at most %ums", UINT_MAX);
+		pop(w, m);
+	} else {
+		app_spec_set_render_timeout(a, (unsigned)timeout_ms);
+	}
+	b = options_block(w, obj, "directory", dir_keys, a, RENDER_DIRECTORY);
 	m = push_key(w, "directory");
-	get_list(w, b, "include", &r->include);
-	get_list(w, b, "exclude", &r->exclude);
-	get_bool(w, b, "recurse", &r->recurse);
+	spec_list(w, a, b, "include", APP_LIST_INCLUDE);
+	spec_list(w, a, b, "exclude", APP_LIST_EXCLUDE);
+	get_bool(w, b, "recurse", &recurse);
+	r->dir.no_recurse = !recurse;
 	pop(w, m);
-	b = options_block(w, obj, "helm", helm_keys, r, RENDER_HELM);
+	b = options_block(w, obj, "kustomize", kustomize_keys, a,
+			  RENDER_KUSTOMIZE);
+	m = push_key(w, "kustomize");
+	spec_str(w, a, b, "bin", &r->kustomize.bin);
+	pop(w, m);
+	b = options_block(w, obj, "helm", helm_keys, a, RENDER_HELM);
 	m = push_key(w, "helm");
-	get_str(w, b, "release", &r->helm_release);
-	if (r->helm_release) {
+	spec_str(w, a, b, "release", &r->helm.release);
+	if (r->helm.release) {
 		struct err why = ERR_INIT;
 
-		if (render_helm_check_release(r->helm_release, &why) < 0) {
+		if (render_helm_check_release(r->helm.release, &why) < 0) {
 			struct mark mr = push_key(w, "release");
 
 			problem(w, "%s", err_first(&why));
@@ -791,47 +837,52 @@ static void walk_render(struct walk *w, const json_t *obj,
 		}
 		err_release(&why);
 	}
-	get_list(w, b, "values", &r->helm_values);
-	get_map(w, b, "set", &r->helm_set);
-	get_bool(w, b, "includeCrds", &r->helm_include_crds);
-	get_str(w, b, "kubeVersion", &r->helm_kube_version);
+	spec_list(w, a, b, "values", APP_LIST_HELM_VALUES);
+	spec_map(w, a, b, "set", APP_LIST_HELM_SET);
+	get_bool(w, b, "includeCrds", &r->helm.include_crds);
+	spec_str(w, a, b, "kubeVersion", &r->helm.kube_version);
+	spec_str(w, a, b, "bin", &r->helm.bin);
 	pop(w, m);
-	b = options_block(w, obj, "jsonnet", jsonnet_keys, r, RENDER_JSONNET);
+	b = options_block(w, obj, "jsonnet", jsonnet_keys, a, RENDER_JSONNET);
 	m = push_key(w, "jsonnet");
-	get_str(w, b, "file", &r->jsonnet_file);
-	get_map(w, b, "extVars", &r->jsonnet_ext_vars);
-	get_map(w, b, "extCode", &r->jsonnet_ext_code);
-	get_map(w, b, "tlas", &r->jsonnet_tlas);
-	get_map(w, b, "tlaCode", &r->jsonnet_tla_code);
-	get_list(w, b, "jpath", &r->jsonnet_jpath);
+	spec_str(w, a, b, "file", &r->jsonnet.file);
+	spec_map(w, a, b, "extVars", APP_LIST_JSONNET_EXT_STR);
+	spec_map(w, a, b, "extCode", APP_LIST_JSONNET_EXT_CODE);
+	spec_map(w, a, b, "tlas", APP_LIST_JSONNET_TLA_STR);
+	spec_map(w, a, b, "tlaCode", APP_LIST_JSONNET_TLA_CODE);
+	spec_list(w, a, b, "jpath", APP_LIST_JSONNET_JPATH);
 	pop(w, m);
-	b = options_block(w, obj, "plugin", plugin_keys, r, RENDER_EXEC);
+	b = options_block(w, obj, "plugin", plugin_keys, a, RENDER_EXEC);
 	m = push_key(w, "plugin");
-	get_str(w, b, "command", &r->plugin_command);
-	get_list(w, b, "args", &r->plugin_args);
-	get_map(w, b, "env", &r->plugin_env);
+	spec_str(w, a, b, "command", &r->exec.cmd);
+	spec_list(w, a, b, "args", APP_LIST_PLUGIN_ARGS);
+	spec_map(w, a, b, "env", APP_LIST_PLUGIN_ENV);
 	pop(w, m);
-	if (r->type == RENDER_EXEC && !r->plugin_command) {
+	if (r->kind == RENDER_EXEC && !r->exec.cmd) {
 		m = push_key(w, "plugin");
 		push_key(w, "command");
 		problem(w, "required with type exec");
 		pop(w, m);
 	}
-	get_map(w, obj, "vars", &r->vars);
-	get_list(w, obj, "varsFiles", &r->vars_files);
-	list_files(w, &r->vars_files);
+	get_map(w, obj, "vars", &vars);
+	for (size_t i = 0; i < vars.len; i++)
+		if (strvec_push(&a->vars, vars.v[i]) < 0)
+			w->nomem = true;
+	strvec_release(&vars);
+	get_list(w, obj, "varsFiles", &a->vars_files);
+	list_files(w, &a->vars_files);
 	/*
 	 * As on the command line, substitution is on (strict) by default
 	 * only when there are variables. YAML 1.1 reads a bare `off` as
 	 * false; take it as meant.
 	 */
-	if (!r->vars.len && !r->vars_files.len)
+	if (!a->vars.len && !a->vars_files.len)
 		subst = RENDER_SUBST_OFF;
 	if (json_is_false(json_object_get(obj, "substitute")))
 		subst = RENDER_SUBST_OFF;
 	else
 		get_enum(w, obj, "substitute", subst_names, &subst);
-	r->substitute = (enum render_subst_mode)subst;
+	a->substitute = subst;
 	json_decref((json_t *)obj);
 }
 
@@ -839,29 +890,29 @@ static const char *const ignore_keys[] = {
 	"group", "kind", "namespace", "name", "jsonPointers", "managers", NULL,
 };
 
-static void walk_ignore(struct walk *w, const json_t *obj,
-			struct config_ignore *ig)
+static void walk_ignore(struct walk *w, const json_t *obj, struct app_spec *a)
 {
+	struct diff_ignore_rule rule = {0};
+	char *group = NULL, *kind = NULL, *ns = NULL, *name = NULL;
+	struct strvec pointers = STRVEC_INIT, managers = STRVEC_INIT;
 	struct mark m;
 
-	get_list(w, NULL, "jsonPointers", &ig->json_pointers);
-	get_list(w, NULL, "managers", &ig->managers);
 	if (!check_map(w, obj, ignore_keys))
 		return;
 	w->allow_empty = true;
-	get_str(w, obj, "group", &ig->group);
-	get_str(w, obj, "kind", &ig->kind);
-	get_str(w, obj, "namespace", &ig->namespace);
-	get_str(w, obj, "name", &ig->name);
-	get_list(w, obj, "jsonPointers", &ig->json_pointers);
-	get_list(w, obj, "managers", &ig->managers);
+	get_str(w, obj, "group", &group);
+	get_str(w, obj, "kind", &kind);
+	get_str(w, obj, "namespace", &ns);
+	get_str(w, obj, "name", &name);
+	get_list(w, obj, "jsonPointers", &pointers);
+	get_list(w, obj, "managers", &managers);
 	w->allow_empty = false;
 	m = push_key(w, "jsonPointers");
-	for (size_t i = 0; i < ig->json_pointers.len; i++) {
+	for (size_t i = 0; i < pointers.len; i++) {
 		struct mark mi = push_index(w, i);
-		const char *p = ig->json_pointers.v[i];
+		const char *p = pointers.v[i];
 
-		if (p && p[0] && p[0] != '/')
+		if (p[0] && p[0] != '/')
 			problem(w,
 				"\"%s\" is not a JSON pointer (must start "
 				"with /)",
@@ -869,8 +920,22 @@ static void walk_ignore(struct walk *w, const json_t *obj,
 		pop(w, mi);
 	}
 	pop(w, m);
-	if (!ig->json_pointers.len && !ig->managers.len)
+	if (!pointers.len && !managers.len)
 		problem(w, "needs jsonPointers or managers");
+	rule.group = group;
+	rule.kind = kind;
+	rule.ns = ns;
+	rule.name = name;
+	rule.json_pointers = (const char *const *)pointers.v;
+	rule.managers = (const char *const *)managers.v;
+	if (app_spec_add_ignore(a, &rule) < 0)
+		w->nomem = true;
+	free(group);
+	free(kind);
+	free(ns);
+	free(name);
+	strvec_release(&pointers);
+	strvec_release(&managers);
 }
 
 static const char *const app_keys[] = {
@@ -885,50 +950,37 @@ static const char *const foreign_names[] = {
 	NULL,
 };
 
-static void app_defaults(struct config_app *a)
-{
-	a->source.interval_ms = 60 * 1000;
-	a->render.recurse = true;
-	a->render.substitute = RENDER_SUBST_OFF;
-	a->prune_budget = 50;
-	a->self_heal = true;
-	a->foreign_fields = CONFIG_FOREIGN_RESPECT;
-}
-
-static void walk_app(struct walk *w, const json_t *obj, struct config_app *a)
+static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 {
 	json_t *v, *item;
-	int foreign = CONFIG_FOREIGN_RESPECT;
+	int foreign = DIFF_POLICY_RESPECT;
 	struct mark m;
 	size_t i;
 
-	app_defaults(a);
+	app_spec_init(a);
 	a->line = line_here(w);
-	get_list(w, NULL, "pruneAllowKinds", &a->prune_allow_kinds);
-	if (!check_map(w, obj, app_keys)) {
-		walk_render(w, NULL, &a->render);
+	if (!check_map(w, obj, app_keys))
 		return;
-	}
 	required(w, obj, "name");
 	required(w, obj, "source");
-	get_str(w, obj, "name", &a->name);
+	spec_str(w, a, obj, "name", &a->name);
 	check_label(w, "name", a->name);
 	if ((v = json_object_get(obj, "source"))) {
 		m = push_key(w, "source");
-		walk_source(w, v, &a->source);
+		walk_source(w, v, a);
 		pop(w, m);
 	}
 	m = push_key(w, "render");
-	walk_render(w, json_object_get(obj, "render"), &a->render);
+	walk_render(w, json_object_get(obj, "render"), a);
 	pop(w, m);
-	get_str(w, obj, "namespace", &a->namespace);
+	spec_str(w, a, obj, "namespace", &a->namespace);
 	check_label(w, "namespace", a->namespace);
 	get_bool(w, obj, "prune", &a->prune);
 	get_list(w, obj, "pruneAllowKinds", &a->prune_allow_kinds);
 	get_uint(w, obj, "pruneBudget", &a->prune_budget, 0, 1000000);
 	get_bool(w, obj, "selfHeal", &a->self_heal);
 	get_enum(w, obj, "foreignFields", foreign_names, &foreign);
-	a->foreign_fields = (enum config_foreign)foreign;
+	a->foreign_fields = (enum diff_policy)foreign;
 	if (!(v = json_object_get(obj, "ignore")))
 		return;
 	m = push_key(w, "ignore");
@@ -937,17 +989,11 @@ static void walk_app(struct walk *w, const json_t *obj, struct config_app *a)
 		pop(w, m);
 		return;
 	}
-	a->ignore = calloc(json_array_size(v) + 1, sizeof(*a->ignore));
-	if (!a->ignore) {
-		w->nomem = true;
-		pop(w, m);
-		return;
-	}
 	json_array_foreach(v, i, item)
 	{
 		struct mark mi = push_index(w, i);
 
-		walk_ignore(w, item, &a->ignore[a->nignore++]);
+		walk_ignore(w, item, a);
 		pop(w, mi);
 	}
 	pop(w, m);
@@ -1117,7 +1163,7 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 	json_array_foreach(v, i, item)
 	{
 		struct mark mi = push_index(w, i);
-		struct config_app *a = &c->apps[c->napps++];
+		struct app_spec *a = &c->apps[c->napps++];
 		json_t *first;
 
 		walk_app(w, item, a);
@@ -1144,68 +1190,12 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 	pop(w, m);
 }
 
-static void ignore_release(struct config_ignore *ig)
-{
-	free(ig->group);
-	free(ig->kind);
-	free(ig->namespace);
-	free(ig->name);
-	list_release(&ig->json_pointers);
-	list_release(&ig->managers);
-}
-
-static void app_release(struct config_app *a)
-{
-	struct config_source *s = &a->source;
-	struct config_render *r = &a->render;
-
-	json_decref(a->raw);
-	free(a->name);
-	free(a->namespace);
-	free(s->repo);
-	free(s->revision);
-	free(s->path);
-	free(s->username);
-	free(s->username_file);
-	free(s->password_file);
-	free(s->password_env);
-	free(s->token_file);
-	free(s->token_env);
-	free(s->ca_file);
-	free(s->ssh_key_file);
-	free(s->ssh_passphrase_file);
-	free(s->known_hosts_file);
-	free(s->allowed_signers_file);
-	free(s->gpg_keyring_file);
-	list_release(&r->include);
-	list_release(&r->exclude);
-	free(r->helm_release);
-	list_release(&r->helm_values);
-	map_release(&r->helm_set);
-	free(r->helm_kube_version);
-	free(r->jsonnet_file);
-	map_release(&r->jsonnet_ext_vars);
-	map_release(&r->jsonnet_ext_code);
-	map_release(&r->jsonnet_tlas);
-	map_release(&r->jsonnet_tla_code);
-	list_release(&r->jsonnet_jpath);
-	free(r->plugin_command);
-	list_release(&r->plugin_args);
-	map_release(&r->plugin_env);
-	map_release(&r->vars);
-	list_release(&r->vars_files);
-	list_release(&a->prune_allow_kinds);
-	for (size_t i = 0; i < a->nignore; i++)
-		ignore_release(&a->ignore[i]);
-	free(a->ignore);
-}
-
 void config_free(struct config *cfg)
 {
 	if (!cfg)
 		return;
 	for (size_t i = 0; i < cfg->napps; i++)
-		app_release(&cfg->apps[i]);
+		app_spec_release(&cfg->apps[i]);
 	free(cfg->apps);
 	free(cfg->path);
 	free(cfg->field_manager);
@@ -1334,7 +1324,7 @@ bool config_same_globals(const struct config *a, const struct config *b)
 	       same_json(a->raw_globals, b->raw_globals);
 }
 
-bool config_same_app(const struct config_app *a, const struct config_app *b)
+bool config_same_app(const struct app_spec *a, const struct app_spec *b)
 {
 	return same_json(a->raw, b->raw);
 }

@@ -9,8 +9,6 @@
 
 #include "diff/diff.h"
 #include "syncd/app.h"
-#include "syncd/cli_app.h"
-#include "syncd/cli_render.h"
 #include "syncd/controller.h"
 #include "syncd/controller_int.h"
 #include "syncd/fights.h"
@@ -45,125 +43,16 @@ static struct ctl_app *find_app(struct controller *c, const char *name)
 
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->napps && !a; i++)
-		if (!strcmp(c->apps[i]->cfg->name, name))
+		if (!strcmp(c->apps[i]->spec->name, name))
 			a = c->apps[i];
 	pthread_mutex_unlock(&c->lock);
 	return a;
-}
-
-static int push_list(struct strvec *sv, const struct config_list *l)
-{
-	for (size_t i = 0; i < l->len; i++)
-		if (strvec_push(sv, l->v[i]) < 0)
-			return ERR_NOMEM;
-	return 0;
-}
-
-static int push_map(struct strvec *sv, const struct config_map *m)
-{
-	struct buf pair = BUF_INIT;
-	int error = 0;
-
-	for (size_t i = 0; i < m->len && !error; i++) {
-		buf_reset(&pair);
-		buf_addf(&pair, "%s=%s", m->names[i], m->values[i]);
-		if (strvec_push(sv, buf_cstr(&pair)) < 0)
-			error = ERR_NOMEM;
-	}
-	buf_release(&pair);
-	return error;
-}
-
-/* The renderer options of the app, as the one-shot commands take them. */
-static int setup_render(struct cli_render *r, const struct config_render *cr,
-			struct err *err)
-{
-	size_t i;
-
-	r->kind = (int)cr->type;
-	r->timeout_ms = (unsigned)cr->timeout_ms;
-	if (cr->include.len > CLI_RENDER_MAX_GLOBS ||
-	    cr->exclude.len > CLI_RENDER_MAX_GLOBS)
-		return err_set(err, ERR_LIMIT, "more than %d include/exclude "
-			       "globs", CLI_RENDER_MAX_GLOBS);
-	for (i = 0; i < cr->include.len; i++)
-		r->include[r->ninclude++] = cr->include.v[i];
-	for (i = 0; i < cr->exclude.len; i++)
-		r->exclude[r->nexclude++] = cr->exclude.v[i];
-	r->no_recurse = !cr->recurse;
-	r->helm_release = cr->helm_release;
-	r->helm_kube_version = cr->helm_kube_version;
-	r->helm_include_crds = cr->helm_include_crds;
-	r->jsonnet_file = cr->jsonnet_file;
-	r->plugin_cmd = cr->plugin_command;
-	r->substitute = (int)cr->substitute;
-	if (push_list(&r->helm_values, &cr->helm_values) < 0 ||
-	    push_map(&r->helm_set, &cr->helm_set) < 0 ||
-	    push_map(&r->jsonnet_ext_str, &cr->jsonnet_ext_vars) < 0 ||
-	    push_map(&r->jsonnet_ext_code, &cr->jsonnet_ext_code) < 0 ||
-	    push_map(&r->jsonnet_tla_str, &cr->jsonnet_tlas) < 0 ||
-	    push_map(&r->jsonnet_tla_code, &cr->jsonnet_tla_code) < 0 ||
-	    push_list(&r->jsonnet_jpath, &cr->jsonnet_jpath) < 0 ||
-	    push_list(&r->plugin_args, &cr->plugin_args) < 0 ||
-	    push_map(&r->plugin_env, &cr->plugin_env) < 0 ||
-	    push_map(&r->vars, &cr->vars) < 0 ||
-	    push_list(&r->vars_files, &cr->vars_files) < 0)
-		return err_set(err, ERR_NOMEM, "out of memory");
-	return 0;
-}
-
-/* What the app takes from its configuration (borrowing its strings). */
-static int setup_config(struct ctl_app *a, const struct config_app *ca,
-			struct err *err)
-{
-	size_t i;
-	int error;
-
-	a->cfg = ca;
-	a->render = (struct cli_render)CLI_RENDER_INIT;
-	if (ca->nignore &&
-	    !(a->ignore = calloc(ca->nignore, sizeof(*a->ignore))))
-		return err_set(err, ERR_NOMEM, "out of memory");
-	for (i = 0; i < ca->nignore; i++) {
-		const struct config_ignore *ci = &ca->ignore[i];
-
-		a->ignore[i].group = ci->group;
-		a->ignore[i].kind = ci->kind;
-		a->ignore[i].ns = ci->namespace;
-		a->ignore[i].name = ci->name;
-		if (ci->json_pointers.len)
-			a->ignore[i].json_pointers =
-				(const char *const *)ci->json_pointers.v;
-		if (ci->managers.len)
-			a->ignore[i].managers =
-				(const char *const *)ci->managers.v;
-	}
-	if (!(a->prune_allow = calloc(ca->prune_allow_kinds.len + 1,
-				      sizeof(*a->prune_allow))))
-		return err_set(err, ERR_NOMEM, "out of memory");
-	for (i = 0; i < ca->prune_allow_kinds.len; i++)
-		a->prune_allow[i] = ca->prune_allow_kinds.v[i];
-	if ((error = setup_render(&a->render, &ca->render, err)) < 0)
-		return error;
-	if (!a->render.helm_release)
-		a->render.helm_release = ca->name;
-	return 0;
-}
-
-static void release_config(struct ctl_app *a)
-{
-	cli_render_release(&a->render);
-	free(a->ignore);
-	free(a->prune_allow);
-	a->ignore = NULL;
-	a->prune_allow = NULL;
 }
 
 static void free_app(struct ctl_app *a)
 {
 	if (!a)
 		return;
-	release_config(a);
 	ctl_status_release(a);
 	git_source_free(a->gs);
 	diff_objset_release(&a->objects);
@@ -188,13 +77,13 @@ static void on_fight(void *ctx, bool started, const struct diff_key *key,
 	if (started) {
 		log_warn("field fight: changed back every time syncd writes "
 			 "it; syncd stops writing it",
-			 "app", a->cfg->name, "revision", a->commit, "object",
+			 "app", a->spec->name, "revision", a->commit, "object",
 			 buf_cstr(&obj), "field", path, "managers",
 			 buf_cstr(&managers), "changes", n, NULL);
 		ctl_event_fight(a, key, path, other);
 	} else
 		log_info("field fight over: syncd writes it again", "app",
-			 a->cfg->name, "revision", a->commit, "object",
+			 a->spec->name, "revision", a->commit, "object",
 			 buf_cstr(&obj), "field", path, "managers",
 			 buf_cstr(&managers), NULL);
 	buf_release(&obj);
@@ -202,14 +91,14 @@ static void on_fight(void *ctx, bool started, const struct diff_key *key,
 }
 
 static const char *app_namespace(const struct controller *c,
-				 const struct config_app *ca)
+				 const struct app_spec *ca)
 {
 	return ca->namespace ? ca->namespace : c->conn.cfg.namespace;
 }
 
 /* A new app: its configuration, ApplySet id and fight detection. */
 static int new_app(struct ctl_app **out, struct controller *c,
-		   const struct config_app *ca, struct err *err)
+		   const struct app_spec *ca, struct err *err)
 {
 	struct fights_options fo = {0};
 	struct ctl_app *a;
@@ -225,8 +114,7 @@ static int new_app(struct ctl_app **out, struct controller *c,
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto fail;
 	}
-	if ((error = setup_config(a, ca, err)) < 0)
-		goto fail;
+	a->spec = ca;
 	memset(&app, 0, sizeof(app));
 	error = app_init(&app, c->conn.client, c->conn.disc, ca->name,
 			 app_namespace(c, ca), c->cfg->field_manager, err);
@@ -254,24 +142,9 @@ fail:
 static int open_source(struct controller *c, struct ctl_app *a,
 		       struct err *err)
 {
-	const struct config_source *s = &a->cfg->source;
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
+	struct git_source_options o = a->spec->git;
 
-	o.url = s->repo;
-	o.revision = s->revision;
-	o.subpath = s->path;
 	o.cache_dir = c->cfg->cache_dir;
-	o.auth.username = s->username;
-	o.auth.password_file = s->password_file;
-	o.auth.password_env = s->password_env;
-	o.auth.token_file = s->token_file;
-	o.auth.token_env = s->token_env;
-	o.auth.ca_file = s->ca_file;
-	o.auth.ssh_key_file = s->ssh_key_file;
-	o.auth.ssh_passphrase_file = s->ssh_passphrase_file;
-	o.auth.known_hosts_file = s->known_hosts_file;
-	o.verify.allowed_signers_file = s->allowed_signers_file;
-	o.verify.gpg_keyring_file = s->gpg_keyring_file;
 	return git_source_open(&a->gs, &o, err);
 }
 
@@ -299,46 +172,20 @@ static int copy_objects(struct diff_objset *out, const struct diff_objset *in,
 }
 
 /*
- * Where the render of `tree` is kept on disk: in the source's cache,
- * named after the app, the tree and the app's whole configuration (a
- * changed setting is another render). Renders live on disk rather than
- * in memory: a pass reads its app's objects back (a few milliseconds),
- * so memory does not grow with the number of objects managed, and a
- * restart need not render again.
+ * Where the render of `tree` is kept on disk: the render cache (see
+ * app_render_cache_file()), in the source's cache. Renders live on disk
+ * rather than in memory: a pass reads its app's objects back (a few
+ * milliseconds), so memory does not grow with the number of objects
+ * managed, and a restart need not render again. Renders that may change
+ * without a commit (exec plugins, variable files) are kept on disk for
+ * the passes of this process but never taken from a previous one.
  */
 static bool render_path(const struct ctl_app *a, const char *tree,
 			struct buf *out)
 {
-	struct sha256_ctx h;
-	unsigned char d[SHA256_DIGEST_SIZE];
-	char *cfg = json_dumps(a->cfg->raw, JSON_COMPACT | JSON_SORT_KEYS);
 	const char *base = a->gs ? git_source_cache_path(a->gs) : NULL;
 
-	buf_reset(out);
-	if (!cfg || !base) {
-		free(cfg);
-		return false;
-	}
-	sha256_init(&h);
-	sha256_update(&h, a->cfg->name, strlen(a->cfg->name) + 1);
-	sha256_update(&h, tree, strlen(tree) + 1);
-	sha256_update(&h, cfg, strlen(cfg));
-	sha256_final(&h, d);
-	free(cfg);
-	buf_addf(out, "%s/renders/app-", base);
-	for (size_t i = 0; i < 16; i++)
-		buf_addf(out, "%02x", d[i]);
-	buf_adds(out, ".json");
-	return true;
-}
-
-/*
- * Renders that may change without a commit (exec plugins, variable
- * files) are not taken from a previous process's file.
- */
-static bool reusable(const struct ctl_app *a)
-{
-	return a->render.kind != RENDER_EXEC && !a->render.vars_files.len;
+	return app_render_cache_file(out, a->spec, base, tree) == 0;
 }
 
 /* Keep `fresh` on disk (then released) or, failing that, in memory. */
@@ -354,7 +201,7 @@ static void keep_render(struct ctl_app *a, const char *tree,
 	}
 	diff_objset_release(&a->objects);
 	if (render_path(a, tree, &file) &&
-	    cli_render_cache_write(buf_cstr(&file), fresh)) {
+	    app_render_cache_write(buf_cstr(&file), fresh)) {
 		a->render_file = buf_detach(&file, NULL);
 		diff_objset_release(fresh);
 	} else {
@@ -374,7 +221,6 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 {
 	struct git_source_poll_result r;
 	struct diff_objset fresh = DIFF_OBJSET_INIT;
-	struct cli_render_env env = {0};
 	struct buf file = BUF_INIT;
 	char *dir = NULL;
 	uint64_t now = clk_mono_ms();
@@ -387,7 +233,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	 * and resyncs use the commit of the last poll.
 	 */
 	if (a->rendered[0] && !a->force_poll && a->polled_ms &&
-	    now - a->polled_ms < a->cfg->source.interval_ms / 10 * 9)
+	    now - a->polled_ms < a->spec->interval_ms / 10 * 9)
 		return 0;
 	a->force_poll = false;
 	/*
@@ -424,21 +270,19 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 		return 0;
 	}
 	/* Rendered by an earlier process (a restart): read it back. */
-	if (reusable(a) && render_path(a, r.tree, &file) &&
-	    cli_render_cache_read(buf_cstr(&file), &fresh)) {
-		log_info("render read from the cache", "app", a->cfg->name,
+	if (app_spec_cacheable(a->spec) && render_path(a, r.tree, &file) &&
+	    app_render_cache_read(buf_cstr(&file), &fresh)) {
+		log_info("render read from the cache", "app", a->spec->name,
 			 "revision", r.commit, "tree", r.tree, NULL);
 		goto rendered;
 	}
 	if ((error = git_source_checkout(a->gs, &dir, err)) < 0)
 		goto failed;
-	env.app_name = a->cfg->name;
-	env.app_namespace = a->cfg->namespace;
-	env.revision = r.commit;
-	env.path = a->cfg->source.path;
-	if ((error = cli_render_run(&a->render, dir, &env, &fresh, err)) < 0)
+	if ((error = app_spec_render(a->spec, dir, r.commit,
+				     a->spec->git.subpath, &fresh, NULL,
+				     err)) < 0)
 		goto failed;
-	log_info("rendered", "app", a->cfg->name, "revision", r.commit,
+	log_info("rendered", "app", a->spec->name, "revision", r.commit,
 		 "tree", r.tree, NULL);
 rendered:
 	keep_render(a, r.tree, &fresh);
@@ -474,39 +318,24 @@ failed:
 }
 
 /*
- * One line per object written: "<object>: <what>" in the sync log, with
- * the fields others had changed (`notes`, "<object>" -> note) for an
- * object healed.
+ * One log line per object written, with the fields others had changed
+ * (`notes`, "<object>" -> note) for an object healed.
  */
 static void log_writes(const char *app, const char *revision,
-		       const struct buf *log, const json_t *notes)
+		       const struct app_sync_result *res, const json_t *notes)
 {
-	const char *p = log->ptr ? log->ptr : "";
-	struct buf line = BUF_INIT;
+	for (size_t i = 0; i < res->nentries; i++) {
+		const struct app_sync_entry *e = &res->entries[i];
+		const char *object = e->object ? e->object : "(app)";
+		const char *drift = e->object ? json_string_value(
+						json_object_get(notes, e->object))
+					      : NULL;
 
-	while (*p) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-		const char *what = "", *drift;
-		char *sep;
-
-		buf_reset(&line);
-		buf_add(&line, p, n);
-		buf_cstr(&line);
-		sep = line.ptr ? strstr(line.ptr, ": ") : NULL;
-		if (sep) {
-			*sep = '\0';
-			what = sep + 2;
-		}
-		drift = json_string_value(
-			json_object_get(notes, buf_cstr(&line)));
 		/* Without a note the list of pairs ends before "drift". */
 		log_info("object written", "app", app, "revision", revision,
-			 "object", buf_cstr(&line), "result", what,
+			 "object", object, "result", e->result,
 			 drift ? "drift" : NULL, drift, NULL);
-		p += n + (nl ? 1 : 0);
 	}
-	buf_release(&line);
 }
 
 /* "<group>/<kind>/<namespace>/<name>": the key of a->written. */
@@ -670,7 +499,7 @@ static void on_change(const char *id, const char *rv, void *ctx)
 	for (size_t i = 0; i < c->napps; i++)
 		if (!strcmp(c->apps[i]->id, id)) {
 			snprintf(name, sizeof(name), "%s",
-				 c->apps[i]->cfg->name);
+				 c->apps[i]->spec->name);
 			break;
 		}
 	if (*name && c->q)
@@ -679,21 +508,9 @@ out:
 	pthread_mutex_unlock(&c->lock);
 }
 
-static enum diff_policy policy_of(enum config_foreign f)
-{
-	switch (f) {
-	case CONFIG_FOREIGN_OVERRIDE:
-		return DIFF_POLICY_OVERRIDE;
-	case CONFIG_FOREIGN_REPORT:
-		return DIFF_POLICY_REPORT;
-	default:
-		return DIFF_POLICY_RESPECT;
-	}
-}
-
 static int pass(struct controller *c, struct ctl_app *a)
 {
-	const struct config_app *ca = a->cfg;
+	const struct app_spec *ca = a->spec;
 	struct diff_options dopts = DIFF_OPTIONS_INIT;
 	struct app_sync_options so = {0};
 	struct app_sync_result res = APP_SYNC_RESULT_INIT;
@@ -730,11 +547,11 @@ static int pass(struct controller *c, struct ctl_app *a)
 		err_reset(&err);
 	}
 	dopts.field_manager = c->cfg->field_manager;
-	dopts.policy = policy_of(ca->foreign_fields);
-	dopts.ignore = a->ignore;
+	dopts.policy = ca->foreign_fields;
+	dopts.ignore = ca->ignore;
 	dopts.nignore = ca->nignore;
 	if (a->render_file &&
-	    !cli_render_cache_read(a->render_file, &desired)) {
+	    !app_render_cache_read(a->render_file, &desired)) {
 		/* The file went away: render again in the next pass. */
 		error = err_set(&err, ERR_IO,
 				"the render kept in %s cannot be read; the app "
@@ -797,7 +614,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		goto out;
 	}
 	so.prune = ca->prune;
-	so.prune_allow = a->prune_allow;
+	so.prune_allow = (const char *const *)ca->prune_allow_kinds.v;
 	so.prune_budget = ca->prune_budget;
 	so.applied = on_applied;
 	so.failed = on_failed;
@@ -806,7 +623,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	a->drift_notes = json_object();
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
-	log_writes(ca->name, a->commit, &res.log, a->drift_notes);
+	log_writes(ca->name, a->commit, &res, a->drift_notes);
 	snprintf(counts, sizeof(counts),
 		 "applied=%zu unchanged=%zu pruned=%zu kept=%zu failed=%zu "
 		 "fighting=%zu",
@@ -953,10 +770,10 @@ static int start_queue(struct controller *c, bool timers, struct err *err)
 	c->q = q;
 	pthread_mutex_unlock(&c->lock);
 	for (size_t i = 0; i < c->napps; i++) {
-		const struct config_app *ca = c->apps[i]->cfg;
+		const struct app_spec *ca = c->apps[i]->spec;
 
 		error = queue_set_app(q, ca->name,
-				      timers ? ca->source.interval_ms : 0,
+				      timers ? ca->interval_ms : 0,
 				      timers ? c->cfg->resync_ms : 0);
 		if (error < 0)
 			return err_set(err, error, "app \"%s\": cannot queue",
@@ -1020,7 +837,7 @@ static void started_leading(void *ctx)
 	/* Every app at once: the previous leader may have left drift. */
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; c->q && i < c->napps; i++)
-		queue_enqueue(c->q, c->apps[i]->cfg->name);
+		queue_enqueue(c->q, c->apps[i]->spec->name);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1111,7 +928,7 @@ static struct ctl_app *take_app(struct ctl_app **apps, size_t n,
 				const char *name)
 {
 	for (size_t i = 0; i < n; i++)
-		if (apps[i] && !strcmp(apps[i]->cfg->name, name)) {
+		if (apps[i] && !strcmp(apps[i]->spec->name, name)) {
 			struct ctl_app *a = apps[i];
 
 			apps[i] = NULL;
@@ -1154,10 +971,10 @@ int controller_reload(struct controller *c, const struct config *cfg,
 	 * their state (Git clone, last render, fights).
 	 */
 	for (i = 0; i < cfg->napps; i++) {
-		const struct config_app *ca = &cfg->apps[i];
+		const struct app_spec *ca = &cfg->apps[i];
 		struct ctl_app *a = find_app(c, ca->name);
 
-		if (a && config_same_app(a->cfg, ca))
+		if (a && config_same_app(a->spec, ca))
 			continue;
 		if ((error = new_app(&apps[i], c, ca, err)) < 0)
 			goto fail;
@@ -1169,7 +986,6 @@ int controller_reload(struct controller *c, const struct config *cfg,
 	}
 	for (i = 0; i < cfg->napps; i++) {
 		struct ctl_app *prev = take_app(pool, nold, cfg->apps[i].name);
-		int e;
 
 		if (apps[i]) {
 			res->added += !prev;
@@ -1180,18 +996,8 @@ int controller_reload(struct controller *c, const struct config *cfg,
 		}
 		/* Unchanged: the same settings, borrowed from the new file. */
 		pthread_mutex_lock(&c->lock);
-		release_config(prev);
-		e = setup_config(prev, &cfg->apps[i], err);
+		prev->spec = &cfg->apps[i];
 		pthread_mutex_unlock(&c->lock);
-		if (e < 0) {
-			/* Out of memory: this app is lost, the others go on. */
-			log_error("reload: app dropped", "app",
-				  cfg->apps[i].name, "error", err_first(err),
-				  NULL);
-			err_reset(err);
-			dead[ndead++] = prev;
-			continue;
-		}
 		apps[i] = prev;
 		res->unchanged++;
 	}
@@ -1210,7 +1016,7 @@ int controller_reload(struct controller *c, const struct config *cfg,
 	c->cfg = cfg;
 	pthread_mutex_unlock(&c->lock);
 	for (i = 0; i < ndead; i++) {
-		ctl_metrics_forget(c, dead[i]->cfg->name);
+		ctl_metrics_forget(c, dead[i]->spec->name);
 		free_app(dead[i]);
 	}
 	free(old);

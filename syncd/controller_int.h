@@ -14,7 +14,6 @@
 
 #include "diff/diff.h"
 #include "syncd/app.h"
-#include "syncd/cli_render.h"
 #include "syncd/config.h"
 #include "syncd/events.h"
 #include "syncd/fights.h"
@@ -50,7 +49,7 @@ struct ctl_status {
 
 /* One app's state between passes; only its own pass touches it. */
 struct ctl_app {
-	const struct config_app *cfg;
+	const struct app_spec *spec; /* the config's */
 	struct git_source *gs;
 	bool polled;			       /* a poll succeeded once */
 	char commit[GIT_SOURCE_OID_HEXSZ + 1]; /* last good commit */
@@ -65,9 +64,6 @@ struct ctl_app {
 	struct diff_objset objects; /* the last render, never modified,
 				       when it could not be kept on disk */
 	char *render_file;	    /* the last render on disk, or NULL */
-	struct cli_render render;
-	struct diff_ignore_rule *ignore;
-	const char **prune_allow; /* NULL-ended, strings borrowed */
 	bool failed;		  /* the last pass failed */
 	struct controller *ctl;
 	char *id;		/* the ApplySet id: the part-of label value */

@@ -170,10 +170,10 @@ static void app_gauges(struct controller *c, struct ctl_app *a)
 {
 	struct metrics *m = c->metrics;
 	const struct diff_summary *s = &a->st.sum;
-	const char *name = a->cfg->name;
+	const char *name = a->spec->name;
 	const char *info[] = {"app",  name,	     "repo",
-			      a->cfg->source.repo,  "path",
-			      a->cfg->source.path ? a->cfg->source.path : "",
+			      a->spec->git.url,  "path",
+			      a->spec->git.subpath ? a->spec->git.subpath : "",
 			      "revision", a->st.revision, NULL};
 
 	if (!m)
@@ -203,7 +203,7 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     const char *error, const char *source_error,
 		     double seconds)
 {
-	const char *name = a->cfg->name;
+	const char *name = a->spec->name;
 	const char *result = error ? "failure" : "success";
 	const char *labels[] = {"app", name, "result", result, NULL};
 	const char *app_only[] = {"app", name, NULL};
@@ -295,8 +295,8 @@ static json_t *summary_json(const struct ctl_app *a)
 	o = json_pack(
 		"{s:s, s:s, s:s?, s:s?, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
 		"s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:s?}",
-		"name", a->cfg->name, "repo", a->cfg->source.repo, "path",
-		a->cfg->source.path, "revision",
+		"name", a->spec->name, "repo", a->spec->git.url, "path",
+		a->spec->git.subpath, "revision",
 		a->st.revision[0] ? a->st.revision : NULL, "state",
 		a->st.state, "summary", "objects", (json_int_t)s->objects,
 		"inSync", (json_int_t)s->in_sync, "drifted",
@@ -344,7 +344,7 @@ json_t *controller_app_json(struct controller *c, const char *name)
 	for (size_t i = 0; i < c->napps && !doc; i++) {
 		struct ctl_app *a = c->apps[i];
 
-		if (strcmp(a->cfg->name, name))
+		if (strcmp(a->spec->name, name))
 			continue;
 		pthread_mutex_lock(&a->st_lock);
 		if ((doc = summary_json(a))) {
@@ -369,7 +369,7 @@ int controller_sync_now(struct controller *c, const char *name)
 
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->napps; i++)
-		if (!strcmp(c->apps[i]->cfg->name, name)) {
+		if (!strcmp(c->apps[i]->spec->name, name)) {
 			c->apps[i]->force_poll = true;
 			error = c->q ? queue_enqueue(c->q, name) : 0;
 		}
@@ -429,14 +429,14 @@ int controller_push(struct controller *c, const char *const *urls,
 
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->napps; i++) {
-		const struct config_source *s = &c->apps[i]->cfg->source;
+		const struct git_source_options *s = &c->apps[i]->spec->git;
 		bool match = false;
 
 		if (s->revision && strcmp(s->revision, branch) &&
 		    !(!strncmp(s->revision, "refs/heads/", 11) &&
 		      !strcmp(s->revision + 11, branch)))
 			continue;
-		controller_repo_key(s->repo, &have);
+		controller_repo_key(s->url, &have);
 		for (size_t j = 0; j < nurls && !match; j++) {
 			controller_repo_key(urls[j], &want);
 			match = !strcmp(buf_cstr(&want), buf_cstr(&have));
@@ -444,7 +444,7 @@ int controller_push(struct controller *c, const char *const *urls,
 		if (!match)
 			continue;
 		c->apps[i]->force_poll = true;
-		if (!c->q || !queue_enqueue(c->q, c->apps[i]->cfg->name))
+		if (!c->q || !queue_enqueue(c->q, c->apps[i]->spec->name))
 			n++;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -585,7 +585,7 @@ void ctl_event_pruned(struct ctl_app *a, const json_t *live)
 	if (!a->ctl->events)
 		return;
 	snprintf(note, sizeof(note),
-		 "pruned: no longer in the source of app %s", a->cfg->name);
+		 "pruned: no longer in the source of app %s", a->spec->name);
 	events_emit(a->ctl->events, live, "Normal", "Pruned", "Prune", note);
 }
 
@@ -596,7 +596,7 @@ void ctl_event_fight(struct ctl_app *a, const struct diff_key *key,
 	json_t *o;
 
 	if (a->ctl->metrics) {
-		const char *labels[] = {"app", a->cfg->name, "manager", other,
+		const char *labels[] = {"app", a->spec->name, "manager", other,
 					NULL};
 
 		metrics_counter_add(a->ctl->metrics,
@@ -665,7 +665,7 @@ void controller_collect(struct controller *c)
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->napps; i++) {
 		struct ctl_app *a = c->apps[i];
-		const char *labels[] = {"app", a->cfg->name, NULL};
+		const char *labels[] = {"app", a->spec->name, NULL};
 		double v;
 
 		pthread_mutex_lock(&a->st_lock);

@@ -348,6 +348,27 @@ static void cache_unlock(struct git_source *s)
 	flock(s->lock_fd, LOCK_UN);
 }
 
+/* The user name from a file: its first line, without the newline. */
+static int read_username(struct git_source *s, const char *file,
+			 struct err *err)
+{
+	struct buf b = BUF_INIT;
+	int error;
+
+	if ((error = file_read(&b, file, file, 4096, err)) < 0)
+		return error;
+	while (b.len && (b.ptr[b.len - 1] == '\n' || b.ptr[b.len - 1] == '\r'))
+		b.ptr[--b.len] = '\0';
+	if (!b.len || memchr(b.ptr, '\n', b.len) || memchr(b.ptr, '\0', b.len)) {
+		buf_release(&b);
+		return err_set(err, ERR_INVALID, "%s: want one line holding "
+			       "the user name", file);
+	}
+	free(s->username);
+	s->username = buf_detach(&b, NULL);
+	return 0;
+}
+
 /* The HTTPS password or token: file first, then environment variable. */
 static int read_secret(struct git_source *s, struct buf *b, bool *found,
 		       struct err *err)
@@ -1992,6 +2013,14 @@ int git_source_open(struct git_source **out,
 	if (o->revision && strcmp(o->revision, "HEAD"))
 		s->revision = xstrdup_opt(o->revision, &oom);
 	s->username = xstrdup_opt(o->auth.username, &oom);
+	if (o->auth.username && o->auth.username_file) {
+		error = err_set(err, ERR_USAGE, "give either a username or a "
+				"username file, not both");
+		goto out;
+	}
+	if (o->auth.username_file &&
+	    (error = read_username(s, o->auth.username_file, err)) < 0)
+		goto out;
 	s->password_file = xstrdup_opt(o->auth.password_file, &oom);
 	s->password_env = xstrdup_opt(o->auth.password_env, &oom);
 	s->token_file = xstrdup_opt(o->auth.token_file, &oom);

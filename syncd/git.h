@@ -65,6 +65,10 @@
 struct git_source_auth {
 	const char *username;            /* HTTPS user; SSH user when the
 					    URL names none (default "git") */
+	const char *username_file;       /* file holding the user name
+					    (trailing newline removed), read
+					    when the source is opened; not
+					    with username */
 	const char *password_file;       /* HTTPS password */
 	const char *password_env;        /* name of a variable holding it */
 	const char *token_file;          /* HTTPS token (used as password;

@@ -315,6 +315,19 @@ if [ -n "$http_ok" ]; then
 	expect_eq "$(logged commit)" "$c5" "HTTPS: the branch tip"
 	expect_eq "$(value_of)" three "HTTPS: the content"
 
+	# The user name may come from a file too (usernameFile in syncd.yaml).
+	printf 'alice\n' >"$tmp/username"
+	render_repo "$url" --path apps/web --username-file "$tmp/username" \
+		--password-file "$tmp/password" --ca-file "$tmp/tls/ca.pem"
+	expect_rc 0 "HTTPS with the user name from a file renders"
+	expect_eq "$(value_of)" three "HTTPS: the user from a file, the content"
+	render_repo "$url" --path apps/web --username alice \
+		--username-file "$tmp/username" \
+		--password-file "$tmp/password" --ca-file "$tmp/tls/ca.pem"
+	expect_rc 2 "HTTPS: --username with --username-file is refused"
+	expect_contains "either a username or a username file" "$errout" \
+		"HTTPS: the conflict is named"
+
 	# Nothing moved: the refs are listed (GET), nothing is fetched (no
 	# POST to git-upload-pack).
 	read -r total0 posts0 < <(gitsrv_http_requests)

@@ -42,38 +42,40 @@ static struct config *load_ok(const char *name)
 	return cfg;
 }
 
-static void check_default_app(const struct config_app *a)
+static void check_default_app(const struct app_spec *a)
 {
-	cr_assert_eq(a->source.interval_ms, 60 * 1000);
-	cr_assert_null(a->source.revision);
-	cr_assert_null(a->source.path);
-	cr_assert_null(a->source.password_file);
-	cr_assert_null(a->source.allowed_signers_file);
-	cr_assert_eq(a->render.type, RENDER_AUTO);
-	cr_assert_eq(a->render.timeout_ms, 0);
-	cr_assert(a->render.recurse);
-	cr_assert_eq(a->render.include.len, 0);
-	cr_assert_not_null(a->render.include.v);
-	cr_assert_null(a->render.include.v[0]);
-	cr_assert_eq(a->render.exclude.len, 0);
-	cr_assert_eq(a->render.helm_values.len, 0);
-	cr_assert_eq(a->render.helm_set.len, 0);
-	cr_assert_not(a->render.helm_include_crds);
-	cr_assert_null(a->render.helm_release);
-	cr_assert_null(a->render.jsonnet_file);
-	cr_assert_eq(a->render.jsonnet_jpath.len, 0);
-	cr_assert_null(a->render.plugin_command);
-	cr_assert_eq(a->render.plugin_args.len, 0);
-	cr_assert_eq(a->render.vars.len, 0);
-	cr_assert_eq(a->render.vars_files.len, 0);
-	cr_assert_eq(a->render.substitute, RENDER_SUBST_OFF);
+	const struct render_app_options *r = &a->render;
+
+	cr_assert_eq(a->interval_ms, 60 * 1000);
+	cr_assert_null(a->git.revision);
+	cr_assert_null(a->git.subpath);
+	cr_assert_null(a->git.auth.password_file);
+	cr_assert_null(a->git.verify.allowed_signers_file);
+	cr_assert_eq(r->kind, RENDER_AUTO);
+	cr_assert_eq(a->render_timeout_ms, 0);
+	cr_assert_not(r->dir.no_recurse);
+	cr_assert_null(r->dir.include);
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_INCLUDE), 0);
+	cr_assert_null(r->dir.exclude);
+	cr_assert_null(r->helm.values);
+	cr_assert_null(r->helm.set);
+	cr_assert_not(r->helm.include_crds);
+	cr_assert_null(r->helm.release);
+	cr_assert_null(r->helm.bin);
+	cr_assert_null(r->kustomize.bin);
+	cr_assert_null(r->jsonnet.file);
+	cr_assert_null(r->jsonnet.jpath);
+	cr_assert_null(r->exec.cmd);
+	cr_assert_null(r->exec.args);
+	cr_assert_eq(a->vars.len, 0);
+	cr_assert_eq(a->vars_files.len, 0);
+	cr_assert_eq(a->substitute, RENDER_SUBST_OFF);
 	cr_assert_null(a->namespace);
 	cr_assert_not(a->prune);
 	cr_assert_eq(a->prune_allow_kinds.len, 0);
-	cr_assert_not_null(a->prune_allow_kinds.v);
 	cr_assert_eq(a->prune_budget, 50);
 	cr_assert(a->self_heal);
-	cr_assert_eq(a->foreign_fields, CONFIG_FOREIGN_RESPECT);
+	cr_assert_eq(a->foreign_fields, DIFF_POLICY_RESPECT);
 	cr_assert_eq(a->nignore, 0);
 }
 
@@ -103,7 +105,7 @@ Test(config, defaults)
 	cr_assert_eq(c->napps, 1);
 	cr_assert_str_eq(c->apps[0].name, "only");
 	cr_assert_eq(c->apps[0].line, 2);
-	cr_assert_str_eq(c->apps[0].source.repo,
+	cr_assert_str_eq(c->apps[0].git.url,
 			 "https://git.example.com/only.git");
 	check_default_app(&c->apps[0]);
 	config_free(c);
@@ -118,20 +120,25 @@ Test(config, empty_file_is_all_defaults)
 	config_free(c);
 }
 
-static void check_map(const struct config_map *m, size_t i, const char *name,
+/* Entry i of a NULL-terminated list of "NAME=VALUE" pairs. */
+static void check_map(const char *const *m, size_t i, const char *name,
 		      const char *value)
 {
-	cr_assert_gt(m->len, i);
-	cr_assert_str_eq(m->names[i], name);
-	cr_assert_str_eq(m->values[i], value);
+	char want[256];
+
+	cr_assert_not_null(m);
+	for (size_t k = 0; k < i; k++)
+		cr_assert_not_null(m[k]);
+	snprintf(want, sizeof(want), "%s=%s", name, value);
+	cr_assert_str_eq(m[i], want);
 }
 
 Test(config, full)
 {
 	struct config *c = load_ok(CASES "full.yaml");
-	const struct config_app *a;
-	const struct config_source *s;
-	const struct config_render *r;
+	const struct app_spec *a;
+	const struct git_source_options *s;
+	const struct render_app_options *r;
 
 	cr_assert_eq(c->resync_ms, 90 * 1000);
 	cr_assert_eq(c->workers, 4);
@@ -151,62 +158,65 @@ Test(config, full)
 	cr_assert_eq(c->napps, 2);
 
 	a = &c->apps[0];
-	s = &a->source;
+	s = &a->git;
 	r = &a->render;
 	cr_assert_str_eq(a->name, "full");
 	cr_assert_eq(a->line, 18);
-	cr_assert_str_eq(s->repo, "https://git.example.com/r.git");
+	cr_assert_str_eq(s->url, "https://git.example.com/r.git");
 	cr_assert_str_eq(s->revision, "main");
-	cr_assert_str_eq(s->path, "apps/full");
-	cr_assert_eq(s->interval_ms, 90 * 60 * 1000);
-	cr_assert_str_eq(s->username, "deploy");
-	cr_assert_str_eq(s->username_file, "/etc/syncd/user");
-	cr_assert_str_eq(s->password_file, CASES "secrets/password");
-	cr_assert_null(s->password_env);
-	cr_assert_null(s->token_file);
-	cr_assert_str_eq(s->token_env, "GIT_TOKEN");
-	cr_assert_str_eq(s->ca_file, CASES "ca.pem");
-	cr_assert_str_eq(s->ssh_key_file, "/etc/syncd/key");
-	cr_assert_str_eq(s->ssh_passphrase_file, "/etc/syncd/pass");
-	cr_assert_str_eq(s->known_hosts_file, "/etc/syncd/known_hosts");
-	cr_assert_str_eq(s->allowed_signers_file, "/etc/syncd/signers");
-	cr_assert_str_eq(s->gpg_keyring_file, "/etc/syncd/keyring.gpg");
+	cr_assert_str_eq(s->subpath, "apps/full");
+	cr_assert_eq(a->interval_ms, 90 * 60 * 1000);
+	cr_assert_str_eq(s->auth.username, "deploy");
+	cr_assert_null(s->auth.username_file);
+	cr_assert_str_eq(s->auth.password_file, CASES "secrets/password");
+	cr_assert_null(s->auth.password_env);
+	cr_assert_null(s->auth.token_file);
+	cr_assert_str_eq(s->auth.token_env, "GIT_TOKEN");
+	cr_assert_str_eq(s->auth.ca_file, CASES "ca.pem");
+	cr_assert_str_eq(s->auth.ssh_key_file, "/etc/syncd/key");
+	cr_assert_str_eq(s->auth.ssh_passphrase_file, "/etc/syncd/pass");
+	cr_assert_str_eq(s->auth.known_hosts_file, "/etc/syncd/known_hosts");
+	cr_assert_str_eq(s->verify.allowed_signers_file, "/etc/syncd/signers");
+	cr_assert_str_eq(s->verify.gpg_keyring_file, "/etc/syncd/keyring.gpg");
 
-	cr_assert_eq(r->type, RENDER_AUTO);
-	cr_assert_eq(r->timeout_ms, 120 * 1000);
-	cr_assert_eq(r->include.len, 2);
-	cr_assert_str_eq(r->include.v[0], "*.yaml");
-	cr_assert_str_eq(r->include.v[1], "*.json");
-	cr_assert_null(r->include.v[2]);
-	cr_assert_eq(r->exclude.len, 1);
-	cr_assert_str_eq(r->exclude.v[0], "skip.yaml");
-	cr_assert_not(r->recurse);
-	cr_assert_str_eq(r->helm_release, "rel");
-	cr_assert_eq(r->helm_values.len, 1);
-	cr_assert_str_eq(r->helm_values.v[0], "v1.yaml");
-	cr_assert_eq(r->helm_set.len, 2);
-	check_map(&r->helm_set, 0, "image.tag", "v2");
-	check_map(&r->helm_set, 1, "replicas", "3");
-	cr_assert(r->helm_include_crds);
-	cr_assert_str_eq(r->helm_kube_version, "1.32.0");
-	cr_assert_str_eq(r->jsonnet_file, "main.jsonnet");
-	check_map(&r->jsonnet_ext_vars, 0, "env", "prod");
-	check_map(&r->jsonnet_ext_code, 0, "num", "1+1");
-	check_map(&r->jsonnet_tlas, 0, "name", "x");
-	check_map(&r->jsonnet_tla_code, 0, "flag", "true");
-	cr_assert_eq(r->jsonnet_jpath.len, 2);
-	cr_assert_str_eq(r->jsonnet_jpath.v[1], "vendor");
-	cr_assert_str_eq(r->plugin_command, "render.sh");
-	cr_assert_eq(r->plugin_args.len, 2);
-	cr_assert_str_eq(r->plugin_args.v[0], "--a");
-	check_map(&r->plugin_env, 0, "MODE", "fast");
-	cr_assert_eq(r->vars.len, 2);
-	check_map(&r->vars, 0, "cluster", "prod");
-	check_map(&r->vars, 1, "enabled", "true");
-	cr_assert_eq(r->vars_files.len, 2);
-	cr_assert_str_eq(r->vars_files.v[0], CASES "vars.env");
-	cr_assert_str_eq(r->vars_files.v[1], "/etc/syncd/vars.env");
-	cr_assert_eq(r->substitute, RENDER_SUBST_LENIENT);
+	cr_assert_eq(r->kind, RENDER_AUTO);
+	cr_assert_eq(a->render_timeout_ms, 120 * 1000);
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_INCLUDE), 2);
+	cr_assert_str_eq(r->dir.include[0], "*.yaml");
+	cr_assert_str_eq(r->dir.include[1], "*.json");
+	cr_assert_null(r->dir.include[2]);
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_EXCLUDE), 1);
+	cr_assert_str_eq(r->dir.exclude[0], "skip.yaml");
+	cr_assert(r->dir.no_recurse);
+	cr_assert_str_eq(r->helm.release, "rel");
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_HELM_VALUES), 1);
+	cr_assert_str_eq(r->helm.values[0], "v1.yaml");
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_HELM_SET), 2);
+	check_map(r->helm.set, 0, "image.tag", "v2");
+	check_map(r->helm.set, 1, "replicas", "3");
+	cr_assert(r->helm.include_crds);
+	cr_assert_str_eq(r->helm.kube_version, "1.32.0");
+	/* Every render option has a config key: the tools' programs too. */
+	cr_assert_str_eq(r->helm.bin, "/opt/helm/bin/helm");
+	cr_assert_str_eq(r->kustomize.bin, "/opt/kustomize/bin/kustomize");
+	cr_assert_str_eq(r->jsonnet.file, "main.jsonnet");
+	check_map(r->jsonnet.ext_str, 0, "env", "prod");
+	check_map(r->jsonnet.ext_code, 0, "num", "1+1");
+	check_map(r->jsonnet.tla_str, 0, "name", "x");
+	check_map(r->jsonnet.tla_code, 0, "flag", "true");
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_JSONNET_JPATH), 2);
+	cr_assert_str_eq(r->jsonnet.jpath[1], "vendor");
+	cr_assert_str_eq(r->exec.cmd, "render.sh");
+	cr_assert_eq(app_spec_list_len(a, APP_LIST_PLUGIN_ARGS), 2);
+	cr_assert_str_eq(r->exec.args[0], "--a");
+	check_map(r->exec.env, 0, "MODE", "fast");
+	cr_assert_eq(a->vars.len, 2);
+	check_map((const char *const *)a->vars.v, 0, "cluster", "prod");
+	check_map((const char *const *)a->vars.v, 1, "enabled", "true");
+	cr_assert_eq(a->vars_files.len, 2);
+	cr_assert_str_eq(a->vars_files.v[0], CASES "vars.env");
+	cr_assert_str_eq(a->vars_files.v[1], "/etc/syncd/vars.env");
+	cr_assert_eq(a->substitute, RENDER_SUBST_LENIENT);
 
 	cr_assert_str_eq(a->namespace, "team-a");
 	cr_assert(a->prune);
@@ -214,28 +224,28 @@ Test(config, full)
 	cr_assert_str_eq(a->prune_allow_kinds.v[1], "Deployment");
 	cr_assert_eq(a->prune_budget, 0);
 	cr_assert_not(a->self_heal);
-	cr_assert_eq(a->foreign_fields, CONFIG_FOREIGN_OVERRIDE);
+	cr_assert_eq(a->foreign_fields, DIFF_POLICY_OVERRIDE);
 	cr_assert_eq(a->nignore, 2);
 	cr_assert_str_eq(a->ignore[0].group, "apps");
 	cr_assert_str_eq(a->ignore[0].kind, "Deployment");
-	cr_assert_str_eq(a->ignore[0].namespace, "team-a");
+	cr_assert_str_eq(a->ignore[0].ns, "team-a");
 	cr_assert_str_eq(a->ignore[0].name, "web");
-	cr_assert_eq(a->ignore[0].json_pointers.len, 2);
-	cr_assert_str_eq(a->ignore[0].json_pointers.v[1], "/metadata/labels/x");
-	cr_assert_eq(a->ignore[0].managers.len, 0);
+	cr_assert_null(a->ignore[0].json_pointers[2]);
+	cr_assert_str_eq(a->ignore[0].json_pointers[1], "/metadata/labels/x");
+	cr_assert_null(a->ignore[0].managers);
 	cr_assert_null(a->ignore[1].kind);
-	cr_assert_eq(a->ignore[1].managers.len, 1);
-	cr_assert_str_eq(a->ignore[1].managers.v[0], "kube-controller-manager");
-	cr_assert_eq(a->ignore[1].json_pointers.len, 0);
+	cr_assert_null(a->ignore[1].managers[1]);
+	cr_assert_str_eq(a->ignore[1].managers[0], "kube-controller-manager");
+	cr_assert_null(a->ignore[1].json_pointers);
 
 	/* The second app takes every default. */
 	cr_assert_str_eq(c->apps[1].name, "minimal");
-	cr_assert_str_eq(c->apps[1].source.repo, "/srv/git/minimal.git");
+	cr_assert_str_eq(c->apps[1].git.url, "/srv/git/minimal.git");
 	/* Empty strings are meaningful in ignore rules only. */
 	cr_assert_eq(c->apps[1].nignore, 1);
 	cr_assert_str_eq(c->apps[1].ignore[0].group, "");
-	cr_assert_eq(c->apps[1].ignore[0].json_pointers.len, 1);
-	cr_assert_str_eq(c->apps[1].ignore[0].json_pointers.v[0], "");
+	cr_assert_null(c->apps[1].ignore[0].json_pointers[1]);
+	cr_assert_str_eq(c->apps[1].ignore[0].json_pointers[0], "");
 	c->apps[1].nignore = 0;
 	check_default_app(&c->apps[1]);
 	c->apps[1].nignore = 1;
@@ -248,11 +258,11 @@ Test(config, example_loads)
 
 	cr_assert_eq(c->napps, 2);
 	cr_assert_str_eq(c->apps[0].name, "web");
-	cr_assert_eq(c->apps[0].render.type, RENDER_DIRECTORY);
+	cr_assert_eq(c->apps[0].render.kind, RENDER_DIRECTORY);
 	cr_assert_str_eq(c->apps[1].name, "monitoring");
-	cr_assert_eq(c->apps[1].render.type, RENDER_HELM);
-	cr_assert_eq(c->apps[1].render.substitute, RENDER_SUBST_OFF);
-	cr_assert_str_eq(c->apps[1].source.ssh_key_file,
+	cr_assert_eq(c->apps[1].render.kind, RENDER_HELM);
+	cr_assert_eq(c->apps[1].substitute, RENDER_SUBST_OFF);
+	cr_assert_str_eq(c->apps[1].git.auth.ssh_key_file,
 			 "examples/secrets/deploy-key");
 	config_free(c);
 }
@@ -429,10 +439,10 @@ Test(config, substitution_default_follows_vars)
 {
 	struct config *c = load_ok(CASES "vars-default.yaml");
 
-	cr_assert_eq(c->apps[0].render.substitute, RENDER_SUBST_STRICT);
-	check_map(&c->apps[0].render.vars, 0, "a", "1");
+	cr_assert_eq(c->apps[0].substitute, RENDER_SUBST_STRICT);
+	check_map((const char *const *)c->apps[0].vars.v, 0, "a", "1");
 	/* A bare `off` is YAML 1.1 false and means off. */
-	cr_assert_eq(c->apps[1].render.substitute, RENDER_SUBST_OFF);
+	cr_assert_eq(c->apps[1].substitute, RENDER_SUBST_OFF);
 	config_free(c);
 }
 
@@ -458,8 +468,10 @@ Test(config, wrong_shapes)
 		 "%s:12: apps[2].source.passwordEnv: conflicts with "
 		 "passwordFile\n"
 		 "%s:13: apps[2].ignore: expected a list, got a mapping\n"
-		 "%s:18: apps[3].source.revision: must not be empty",
-		 f, f, f, f, f, f);
+		 "%s:18: apps[3].source.revision: must not be empty\n"
+		 "%s:23: apps[4].source.usernameFile: conflicts with "
+		 "username",
+		 f, f, f, f, f, f, f);
 	expect(f, ERR_INVALID, want);
 }
 
