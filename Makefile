@@ -17,7 +17,9 @@
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-ifdef SANITIZE
+ifdef FUZZ
+BUILD ?= build-fuzz
+else ifdef SANITIZE
 BUILD ?= build-san
 else
 BUILD ?= build
@@ -79,16 +81,27 @@ ifdef SANITIZE
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
+# `make fuzz` builds everything with clang and libFuzzer's coverage.
+ifdef FUZZ
+ALL_CFLAGS += -fsanitize=fuzzer-no-link
+endif
 
-# Libraries, in dependency order: syncd -> renderers -> diff -> util.
+# Rooms: one static library each, dependencies pointing one way
+# (docs/internals/architecture.md; `make check-deps` enforces it):
+#   util <- diff <- renderers <- kube, source <- app <- controller <- syncd
 UTIL_SRC := $(wildcard util/*.c)
 DIFF_SRC := $(wildcard diff/*.c)
 RENDER_SRC := $(wildcard renderers/*.c)
+KUBE_SRC := $(wildcard kube/*.c)
+SOURCE_SRC := $(wildcard source/*.c)
+APP_SRC := $(wildcard app/*.c)
+CONTROLLER_SRC := $(wildcard controller/*.c)
+# The program's own code (commands, option groups, status output), an
+# archive too so that its unit tests can link it.
 SYNCD_SRC := $(filter-out syncd/main.c,$(wildcard syncd/*.c))
-# The API emulator: its code (not a library), its main, its unit tests.
-EMU_SRC := $(filter-out tests/kube-emu/main.c tests/kube-emu/test_%.c,\
-	$(wildcard tests/kube-emu/*.c))
-EMU_TESTS := $(wildcard tests/kube-emu/test_*.c)
+# The API emulator (a program of its own); its unit tests in tests/kube-emu.
+EMU_SRC := $(filter-out kube-emu/main.c,$(wildcard kube-emu/*.c))
+EMU_TESTS := $(wildcard tests/kube-emu/*.c)
 
 # Quiet by default; `make V=1` shows the commands.
 ifeq ($(V),1)
@@ -104,8 +117,14 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIBUTIL := $(BUILD)/libutil.a
 LIBDIFF := $(BUILD)/libdiff.a
 LIBRENDER := $(BUILD)/librender.a
+LIBKUBE := $(BUILD)/libkube.a
+LIBSOURCE := $(BUILD)/libsource.a
+LIBAPP := $(BUILD)/libapp.a
+LIBCONTROLLER := $(BUILD)/libcontroller.a
 LIBSYNCD := $(BUILD)/libsyncd.a
-LIBS_ALL := $(LIBSYNCD) $(LIBRENDER) $(LIBDIFF) $(LIBUTIL)
+# In link order: a library before the ones it uses.
+LIBS_ALL := $(LIBSYNCD) $(LIBCONTROLLER) $(LIBAPP) $(LIBSOURCE) $(LIBKUBE) \
+	$(LIBRENDER) $(LIBDIFF) $(LIBUTIL)
 
 SYNCD := $(BUILD)/syncd
 KUBE_EMU := $(BUILD)/kube-emu
@@ -119,6 +138,7 @@ EMU_UNIT := $(BUILD)/tests/unit-kube-emu
 UNIT_BINS += $(EMU_UNIT)
 
 .PHONY: all test check valgrind deps bench demo clean format help unit k8s check-banned \
+	check-deps fuzz \
 	cluster
 .DEFAULT_GOAL := all
 
@@ -135,6 +155,10 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 $(LIBUTIL): $(call obj,$(UTIL_SRC))
 $(LIBDIFF): $(call obj,$(DIFF_SRC))
 $(LIBRENDER): $(call obj,$(RENDER_SRC))
+$(LIBKUBE): $(call obj,$(KUBE_SRC))
+$(LIBSOURCE): $(call obj,$(SOURCE_SRC))
+$(LIBAPP): $(call obj,$(APP_SRC))
+$(LIBCONTROLLER): $(call obj,$(CONTROLLER_SRC))
 $(LIBSYNCD): $(call obj,$(SYNCD_SRC))
 $(LIBS_ALL):
 	@mkdir -p $(dir $@)
@@ -144,9 +168,9 @@ $(LIBS_ALL):
 $(SYNCD): $(call obj,syncd/main.c) $(LIBS_ALL)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
 
-$(call obj,$(wildcard tests/kube-emu/*.c)): ALL_CFLAGS += $(EMU_CFLAGS)
+$(call obj,$(EMU_SRC) kube-emu/main.c $(EMU_TESTS)): ALL_CFLAGS += $(EMU_CFLAGS)
 
-$(KUBE_EMU): $(call obj,$(EMU_SRC) tests/kube-emu/main.c) $(LIBRENDER) \
+$(KUBE_EMU): $(call obj,$(EMU_SRC) kube-emu/main.c) $(LIBRENDER) \
 		$(LIBDIFF) $(LIBUTIL)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(EMU_LIBS)
 
@@ -185,12 +209,20 @@ cluster: $(K8S_STAMP)
 
 # Everything the test driver runs: unit binaries, the CLI, integration
 # scripts, and the real tier when Go can build the control plane.
-test: check-banned $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),$(K8S_STAMP))
+test: check-banned check-deps $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),$(K8S_STAMP))
 	@BUILD=$(BUILD) tests/run.sh
 
 # Every product source file ends its includes with util/banned.h, so a
 # banned function (strcpy, sprintf, atoi, ...) fails to compile.
-BANNED_SRC := $(wildcard util/*.c diff/*.c renderers/*.c syncd/*.c tests/kube-emu/*.c)
+BANNED_SRC := $(wildcard util/*.c diff/*.c renderers/*.c kube/*.c source/*.c \
+	app/*.c controller/*.c syncd/*.c kube-emu/*.c)
+# The rooms' one-way doors: a folder includes only its own headers and the
+# public header of the rooms below it (tests/check-deps.sh); the self-test
+# shows the check failing on planted wrong includes.
+check-deps:
+	@tests/check-deps.sh
+	@tests/check-deps.sh --self-test
+
 check-banned:
 	@bad=$$(for f in $(BANNED_SRC); do \
 		grep -q '^#include' $$f || continue; \
@@ -204,6 +236,39 @@ check-banned:
 
 check:
 	$(MAKE) SANITIZE=address,undefined test
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang under
+# ASan+UBSan into build-fuzz/fuzz/, each then run for FUZZ_SECONDS from
+# its seed corpus (tests/fuzz/corpus/NAME; new inputs go to a scratch
+# copy, never into the tree). A crash fails the target; keep its input
+# as a seed when it is fixed.
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 30
+
+fuzz:
+	@command -v clang >/dev/null || { echo "make fuzz needs clang and \
+libclang-rt-14-dev (apt-get install clang libclang-rt-14-dev)"; exit 2; }
+	@$(MAKE) --no-print-directory CC=clang FUZZ=1 SANITIZE=address,undefined \
+		$(foreach t,$(FUZZ_TARGETS),build-fuzz/fuzz/$(t))
+	@for t in $(FUZZ_TARGETS); do \
+		corpus=$$(mktemp -d); \
+		cp -r tests/fuzz/corpus/$$t/. $$corpus/ 2>/dev/null || true; \
+		echo "== $$t: $(FUZZ_SECONDS) s from $$(ls $$corpus | wc -l) seeds"; \
+		build-fuzz/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-max_len=65536 -print_final_stats=0 $$corpus \
+			>build-fuzz/fuzz/$$t.log 2>&1; rc=$$?; \
+		rm -rf $$corpus; \
+		tail -n 1 build-fuzz/fuzz/$$t.log; \
+		if [ $$rc -ne 0 ]; then \
+			echo "fuzz: $$t failed (exit $$rc); its log: build-fuzz/fuzz/$$t.log"; \
+			grep -m 20 -A 20 'ERROR\|SUMMARY' build-fuzz/fuzz/$$t.log; \
+			exit 1; \
+		fi; \
+	done
+
+$(BUILD)/fuzz/%: $(call obj,tests/fuzz/%.c) $(LIBS_ALL)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIB_LIBS)
 
 valgrind: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS)
 	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit integration
@@ -258,7 +323,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 help:
 	@sed -n '3,13s/^# \{0,1\}//p' Makefile

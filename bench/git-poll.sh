@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: polling an unchanged Git repository, the controller's steady
 # state between two pushes. $BUILD/bench/git-poll (bench/git-poll.c) polls
-# one source in a loop through syncd/git.h; in the same run, the peers do
+# one source in a loop through source/source.h; in the same run, the peers do
 # the same check with the git command line: `git ls-remote` (list the refs:
 # the least a poll can do over the network) and `git fetch` in a clone
 # that is up to date (a no-op fetch, what a naive poller runs). Served
@@ -101,7 +101,7 @@ bench_transport() {
 	mean=$(field mean_ms <<<"$line")
 	fetches=$(field fetches <<<"$line")
 	rpp=$(field requests_per_poll <<<"$line")
-	printf '  syncd poll (git_source_poll)  %8s ms/poll  p50 %s  p99 %s  fetches %s  connections/poll %s\n' \
+	printf '  syncd poll (source_git_poll)  %8s ms/poll  p50 %s  p99 %s  fetches %s  connections/poll %s\n' \
 		"$mean" "$(field p50_ms <<<"$line")" "$(field p99_ms <<<"$line")" \
 		"$fetches" "$rpp"
 	[ "$fetches" = 0 ] || no_fetch=MISSED

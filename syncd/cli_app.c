@@ -68,7 +68,7 @@ int cli_app_path(const struct cli_app *app, int argc, char **argv,
 
 char *cli_app_default_name(const struct cli_app *app, const char *path)
 {
-	const struct git_source_options *g = &app->spec.git;
+	const struct source_git_options *g = &app->spec.git;
 
 	return app_name_from_path(path ? path
 				  : g->subpath ? g->subpath

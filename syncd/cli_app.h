@@ -61,7 +61,7 @@ void cli_app_usage(FILE *f);
  * owned by `app`.
  *
  * Renders from Git go through the render cache (app_render_cache_file()
- * in syncd/app.h), shared with the controller.
+ * in app/app.h), shared with the controller.
  */
 int cli_app_load(struct cli_app *app, const char *path,
 		 struct diff_objset *out, const char **revision,

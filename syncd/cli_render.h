@@ -2,7 +2,7 @@
  * How an app's files become objects, for every command that takes a
  * PATH: the renderer (`--renderer auto|directory|...`), its options, and
  * the variables substituted afterwards, as command-line options that
- * fill the app spec (syncd/app.h). See docs/renderers.md.
+ * fill the app spec (app/app.h). See docs/renderers.md.
  */
 #ifndef SYNCD_CLI_RENDER_H
 #define SYNCD_CLI_RENDER_H
@@ -10,7 +10,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include "syncd/app.h"
+#include "app/app.h"
 #include "util/err.h"
 
 /* getopt_long `val`s of these options are in [CLI_RENDER_OPT, +0x100). */

@@ -1,6 +1,6 @@
 /*
  * The source options of app commands: a local PATH, or a Git repository
- * (--repo) polled and checked out through syncd/git.h.
+ * (--repo) polled and checked out through source/source.h.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -133,7 +133,7 @@ static int take(struct cli_source *s, const char **field, const char *name,
 
 static int parse_verify(struct cli_source *s, const char *arg, struct err *err)
 {
-	struct git_source_options *g = &s->spec->git;
+	struct source_git_options *g = &s->spec->git;
 
 	static const char ssh[] = "allowed_signers=", gpg[] = "gpg-keyring=";
 
@@ -165,8 +165,8 @@ static int take(struct cli_source *s, const char **field, const char *name,
 int cli_source_option(struct cli_source *s, int val, const char *arg,
 		      struct err *err)
 {
-	struct git_source_options *g = &s->spec->git;
-	struct git_source_auth *a = &g->auth;
+	struct source_git_options *g = &s->spec->git;
+	struct source_git_auth *a = &g->auth;
 
 	switch (val) {
 	case OPT_REPO:
@@ -218,8 +218,8 @@ int cli_source_option(struct cli_source *s, int val, const char *arg,
 /* The first Git-only option given, for "needs --repo"; NULL when none. */
 static const char *git_option_given(const struct cli_source *s)
 {
-	const struct git_source_options *g = &s->spec->git;
-	const struct git_source_auth *a = &g->auth;
+	const struct source_git_options *g = &s->spec->git;
+	const struct source_git_auth *a = &g->auth;
 
 	if (g->revision)
 		return "--revision";
@@ -295,7 +295,7 @@ static void move_errors(struct err *err, struct err *from, const char *url,
 }
 
 static void log_poll(const struct cli_source *s, const char *url,
-		     const struct git_source_poll_result *r)
+		     const struct source_git_poll_result *r)
 {
 	char requests[24];
 
@@ -310,8 +310,8 @@ static void log_poll(const struct cli_source *s, const char *url,
 
 static int prepare_repo(struct cli_source *s, struct err *err)
 {
-	struct git_source_poll_result r;
-	struct git_source *gs = NULL;
+	struct source_git_poll_result r;
+	struct source_git *gs = NULL;
 	struct err gerr = ERR_INIT;
 	struct buf url = BUF_INIT;
 	const char *name = "the repository";
@@ -323,14 +323,14 @@ static int prepare_repo(struct cli_source *s, struct err *err)
 		goto out;
 	}
 	name = buf_cstr(&url);
-	if ((error = git_source_open(&gs, &s->spec->git, &gerr)) < 0)
+	if ((error = source_git_open(&gs, &s->spec->git, &gerr)) < 0)
 		goto out;
-	name = git_source_url(gs);
-	if ((error = git_source_poll(gs, &r, &gerr)) < 0)
+	name = source_git_url(gs);
+	if ((error = source_git_poll(gs, &r, &gerr)) < 0)
 		goto out;
 	if (s->verbose)
 		log_poll(s, name, &r);
-	if ((error = git_source_checkout(gs, &dir, &gerr)) < 0)
+	if ((error = source_git_checkout(gs, &dir, &gerr)) < 0)
 		goto out;
 	/*
 	 * A one-shot command renders every time; the record says which tree
@@ -340,10 +340,10 @@ static int prepare_repo(struct cli_source *s, struct err *err)
 	 * it for that purpose.
 	 */
 	if (r.changed &&
-	    (error = git_source_mark_rendered(gs, r.tree, &gerr)) < 0)
+	    (error = source_git_mark_rendered(gs, r.tree, &gerr)) < 0)
 		goto out;
 	if (!(s->commit = strdup(r.commit)) || !(s->tree = strdup(r.tree)) ||
-	    !(s->cache_path = strdup(git_source_cache_path(gs)))) {
+	    !(s->cache_path = strdup(source_git_cache_path(gs)))) {
 		error = err_set(&gerr, ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -355,7 +355,7 @@ out:
 	if (error < 0)
 		move_errors(err, &gerr, name, error);
 	free(dir);
-	git_source_free(gs);
+	source_git_free(gs);
 	buf_release(&url);
 	err_release(&gerr);
 	return error;
@@ -388,7 +388,7 @@ void cli_source_release(struct cli_source *s)
 	free(s->commit);
 	free(s->tree);
 	free(s->cache_path);
-	git_source_free(s->priv);
+	source_git_free(s->priv);
 	s->dir = s->commit = s->tree = s->cache_path = NULL;
 	s->priv = NULL;
 }

@@ -1,7 +1,7 @@
 /*
  * Where an app's files come from, for every command that takes a PATH:
  * a local directory or file, or `--repo URL [--revision REV] [--path
- * SUBDIR]` (a Git repository, syncd/git.c), with the credentials, trust
+ * SUBDIR]` (a Git repository, source/git.c), with the credentials, trust
  * and signature policy of that repository.
  */
 #ifndef SYNCD_CLI_SOURCE_H
@@ -10,14 +10,14 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include "syncd/app.h"
+#include "app/app.h"
 #include "util/err.h"
 
 /* getopt_long `val`s of these options are in [CLI_SOURCE_OPT, +0x100). */
 #define CLI_SOURCE_OPT 0x1100
 
 /*
- * The source options fill spec->git (the app spec, syncd/app.h); this
+ * The source options fill spec->git (the app spec, app/app.h); this
  * holds the state of one checkout.
  */
 struct cli_source {

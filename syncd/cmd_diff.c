@@ -1,6 +1,6 @@
 /*
  * syncd diff PATH: compare rendered objects with the live objects of a
- * cluster (syncd/app.c reads them by inventory label), or with live
+ * cluster (app/app.c reads them by inventory label), or with live
  * objects read from files (--live, as `kubectl get -o json|yaml` writes
  * them).
  */
@@ -12,7 +12,7 @@
 
 #include "diff/diff.h"
 #include "renderers/render.h"
-#include "syncd/app.h"
+#include "app/app.h"
 #include "syncd/cli.h"
 #include "syncd/cli_app.h"
 #include "util/file.h"

@@ -1,5 +1,5 @@
 /*
- * syncd run -c syncd.yaml: the controller (syncd/controller.c) until
+ * syncd run -c syncd.yaml: the controller (controller/controller.c) until
  * SIGTERM or SIGINT, or one pass of every app with --once.
  */
 #include <getopt.h>
@@ -10,10 +10,7 @@
 #include <unistd.h>
 
 #include "syncd/cli.h"
-#include "syncd/config.h"
-#include "syncd/controller.h"
-#include "syncd/httpd.h"
-#include "syncd/metrics.h"
+#include "controller/controller.h"
 #include "util/log.h"
 
 #include "util/banned.h" /* last */

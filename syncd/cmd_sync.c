@@ -1,6 +1,6 @@
 /*
  * syncd sync PATH: one reconcile pass of an app against a cluster
- * (syncd/app.c): compare, apply what differs in order, prune orphans.
+ * (app/app.c): compare, apply what differs in order, prune orphans.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "diff/diff.h"
-#include "syncd/app.h"
+#include "app/app.h"
 #include "syncd/cli.h"
 #include "syncd/cli_app.h"
 

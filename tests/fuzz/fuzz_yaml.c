@@ -1,17 +1,12 @@
 /*
  * libFuzzer target for render_parse() (renderers/yaml.c): YAML and JSON
- * streams of any bytes. Not built by the Makefile. From the repository root:
+ * streams of any bytes. `make fuzz` builds it (clang, ASan+UBSan) into
+ * build-fuzz/fuzz/fuzz_yaml and runs it from tests/fuzz/corpus/fuzz_yaml;
+ * for a longer run by hand:
  *
- *   clang -std=c11 -D_GNU_SOURCE -g -O1 \
- *       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
- *       $(pkg-config --cflags yaml-0.1 jansson) \
- *       tests/fuzz/fuzz_yaml.c renderers/yaml.c util/buf.c util/err.c \
- *       $(pkg-config --libs yaml-0.1 jansson) -o /tmp/fuzz_yaml
- *   mkdir -p /tmp/fuzz_yaml_corpus
- *   cp -r ../shared/fixtures/real-world/kube-prometheus/manifests \
- *       /tmp/fuzz_yaml_corpus/seeds
- *   /tmp/fuzz_yaml -max_total_time=60 -max_len=16384 -timeout=10 \
- *       /tmp/fuzz_yaml_corpus
+ *   cp -r tests/fuzz/corpus/fuzz_yaml /tmp/corpus
+ *   build-fuzz/fuzz/fuzz_yaml -max_total_time=600 -max_len=16384 \
+ *       -timeout=10 /tmp/corpus
  *
  * Besides the sanitizers, it checks the contract of render_parse(): an
  * error leaves exactly one "<name>:<line>:<col>: ..." problem, success

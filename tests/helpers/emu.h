@@ -21,7 +21,7 @@
 
 #include <sys/types.h>
 
-#include "syncd/kube.h"
+#include "kube/kube.h"
 
 #define TEST_EMU_TOKEN "test-token"
 
@@ -65,7 +65,7 @@ long test_emu_count(struct test_emu *e, const char *verb, const char *resource,
 /* Reset the /emu/stats counters. 0 or -1. */
 int test_emu_reset_stats(struct test_emu *e);
 
-/* POST a fault SPEC to /emu/faults (see tests/kube-emu/README.md). 0 or -1. */
+/* POST a fault SPEC to /emu/faults (see kube-emu/README.md). 0 or -1. */
 int test_emu_faults(struct test_emu *e, const char *spec);
 
 #endif

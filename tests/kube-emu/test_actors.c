@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tests/kube-emu/emu.h"
+#include "kube-emu/emu.h"
 
 #include "util/banned.h" /* last */
 

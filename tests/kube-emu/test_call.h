@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-#include "tests/kube-emu/emu.h"
+#include "kube-emu/emu.h"
 
 /* What a test may set beyond method, URL, content type and body. */
 struct emu_test_options {

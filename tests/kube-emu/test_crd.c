@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tests/kube-emu/emu.h"
+#include "kube-emu/emu.h"
 #include "tests/kube-emu/test_call.h"
 
 #include "util/banned.h" /* last */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/kube-emu/emu.h"
-#include "tests/kube-emu/types.h"
+#include "kube-emu/emu.h"
+#include "kube-emu/types.h"
 
 #include "util/banned.h" /* last */
 

@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "tests/kube-emu/emu.h"
+#include "kube-emu/emu.h"
 #include "tests/kube-emu/test_call.h"
 
 #include "util/banned.h" /* last */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/kube-emu/emu.h"
+#include "kube-emu/emu.h"
 
 #include "util/banned.h" /* last */
 

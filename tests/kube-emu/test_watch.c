@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tests/kube-emu/emu.h"
+#include "kube-emu/emu.h"
 
 #include "util/banned.h" /* last */
 

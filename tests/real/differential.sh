@@ -17,7 +17,7 @@
 #
 # A difference listed in tests/cases/differential/known-differences (the
 # step and the jq paths that differ, with the reason; the same list is
-# in tests/kube-emu/README.md) is masked and counted as known; any other
+# in kube-emu/README.md) is masked and counted as known; any other
 # difference fails, and so does a listed one that no longer differs. Ends
 # with one line:
 #   differential: N steps compared, M equal, K known differences

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "syncd/config.h"
+#include "controller/controller.h"
 #include "util/err.h"
 
 #define CASES "tests/cases/config/"
@@ -137,7 +137,7 @@ Test(config, full)
 {
 	struct config *c = load_ok(CASES "full.yaml");
 	const struct app_spec *a;
-	const struct git_source_options *s;
+	const struct source_git_options *s;
 	const struct render_app_options *r;
 
 	cr_assert_eq(c->resync_ms, 90 * 1000);

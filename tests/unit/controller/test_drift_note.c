@@ -6,7 +6,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "syncd/controller_int.h"
+#include "controller/internal.h"
 
 /* A writable copy of a literal (the structs hold char *). */
 #define S(lit) ((char[]){lit})

@@ -1,6 +1,6 @@
 #include <criterion/criterion.h>
 
-#include "syncd/controller.h"
+#include "controller/controller.h"
 
 /* Push webhooks name a repository by several URLs; all compare equal. */
 struct key_case {

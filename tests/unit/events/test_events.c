@@ -1,6 +1,6 @@
 #include <criterion/criterion.h>
 
-#include "syncd/events.h"
+#include "kube/kube.h"
 
 /*
  * The limits of the event recorder with a fake clock and no client
@@ -26,74 +26,74 @@ static json_t *object(const char *name, const char *uid)
 	return o;
 }
 
-static struct events *recorder(void)
+static struct kube_events *recorder(void)
 {
-	struct events_options o = {0};
+	struct kube_events_options o = {0};
 
 	o.now_ms = fake_clock;
 	fake_now = 1000;
-	return events_new(&o);
+	return kube_events_new(&o);
 }
 
 Test(events, the_same_event_again_is_dropped_for_ten_minutes)
 {
-	struct events *ev = recorder();
+	struct kube_events *ev = recorder();
 	json_t *web = object("web", "u1");
 	uint64_t sent, dropped;
 
-	cr_assert_eq(events_emit(ev, web, "Warning", "FieldFight", "Sync",
+	cr_assert_eq(kube_events_emit(ev, web, "Warning", "FieldFight", "Sync",
 				 "image"),
 		     1);
-	cr_assert_eq(events_emit(ev, web, "Warning", "FieldFight", "Sync",
+	cr_assert_eq(kube_events_emit(ev, web, "Warning", "FieldFight", "Sync",
 				 "image"),
 		     0);
 	/* Another note or reason is another event. */
-	cr_assert_eq(events_emit(ev, web, "Warning", "FieldFight", "Sync",
+	cr_assert_eq(kube_events_emit(ev, web, "Warning", "FieldFight", "Sync",
 				 "replicas"),
 		     1);
-	cr_assert_eq(events_emit(ev, web, "Normal", "DriftCorrected", "Sync",
+	cr_assert_eq(kube_events_emit(ev, web, "Normal", "DriftCorrected", "Sync",
 				 "image"),
 		     1);
 	fake_now += 10 * 60 * 1000 - 1;
-	cr_assert_eq(events_emit(ev, web, "Warning", "FieldFight", "Sync",
+	cr_assert_eq(kube_events_emit(ev, web, "Warning", "FieldFight", "Sync",
 				 "image"),
 		     0);
 	fake_now += 1;
-	cr_assert_eq(events_emit(ev, web, "Warning", "FieldFight", "Sync",
+	cr_assert_eq(kube_events_emit(ev, web, "Warning", "FieldFight", "Sync",
 				 "image"),
 		     1);
-	events_counts(ev, &sent, &dropped);
+	kube_events_counts(ev, &sent, &dropped);
 	cr_assert_eq(sent, 4);
 	cr_assert_eq(dropped, 2);
 	json_decref(web);
-	events_free(ev);
+	kube_events_free(ev);
 }
 
 Test(events, each_object_has_a_burst_of_25_refilled_every_5_minutes)
 {
-	struct events *ev = recorder();
+	struct kube_events *ev = recorder();
 	json_t *web = object("web", NULL), *db = object("db", NULL);
 	char note[16];
 	int i;
 
 	for (i = 0; i < 25; i++) {
 		snprintf(note, sizeof(note), "n%d", i);
-		cr_assert_eq(events_emit(ev, web, "Normal", "R", "A", note), 1);
+		cr_assert_eq(kube_events_emit(ev, web, "Normal", "R", "A", note), 1);
 	}
-	cr_assert_eq(events_emit(ev, web, "Normal", "R", "A", "one more"), 0);
+	cr_assert_eq(kube_events_emit(ev, web, "Normal", "R", "A", "one more"), 0);
 	/* Another object has its own bucket. */
-	cr_assert_eq(events_emit(ev, db, "Normal", "R", "A", "n0"), 1);
+	cr_assert_eq(kube_events_emit(ev, db, "Normal", "R", "A", "n0"), 1);
 	fake_now += 5 * 60 * 1000;
-	cr_assert_eq(events_emit(ev, web, "Normal", "R", "A", "later"), 1);
-	cr_assert_eq(events_emit(ev, web, "Normal", "R", "A", "later 2"), 0);
+	cr_assert_eq(kube_events_emit(ev, web, "Normal", "R", "A", "later"), 1);
+	cr_assert_eq(kube_events_emit(ev, web, "Normal", "R", "A", "later 2"), 0);
 	json_decref(web);
 	json_decref(db);
-	events_free(ev);
+	kube_events_free(ev);
 }
 
 Test(events, all_objects_share_a_global_limit)
 {
-	struct events *ev = recorder();
+	struct kube_events *ev = recorder();
 	char name[16];
 	int sent = 0;
 
@@ -102,7 +102,7 @@ Test(events, all_objects_share_a_global_limit)
 
 		snprintf(name, sizeof(name), "o%d", i);
 		o = object(name, NULL);
-		sent += events_emit(ev, o, "Normal", "R", "A", "x");
+		sent += kube_events_emit(ev, o, "Normal", "R", "A", "x");
 		json_decref(o);
 	}
 	cr_assert_eq(sent, 100);
@@ -113,9 +113,9 @@ Test(events, all_objects_share_a_global_limit)
 
 		snprintf(name, sizeof(name), "p%d", i);
 		o = object(name, NULL);
-		sent += events_emit(ev, o, "Normal", "R", "A", "x");
+		sent += kube_events_emit(ev, o, "Normal", "R", "A", "x");
 		json_decref(o);
 	}
 	cr_assert_eq(sent, 110);
-	events_free(ev);
+	kube_events_free(ev);
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "diff/diff.h"
-#include "syncd/fights.h"
+#include "controller/fights.h"
 
 /*
  * Fight detection on hand-made reports: one Deployment whose image field

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "syncd/git.h"
+#include "source/source.h"
 #include "util/proc.h"
 #include "util/sha256.h"
 
@@ -118,27 +118,27 @@ static void teardown(void)
 
 TestSuite(git, .init = setup, .fini = teardown, .timeout = 60);
 
-static struct git_source *open_src(const char *url, const char *rev,
+static struct source_git *open_src(const char *url, const char *rev,
 				   const char *subpath)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 
 	o.url = url;
 	o.revision = rev;
 	o.subpath = subpath;
 	o.cache_dir = cache;
-	cr_assert_eq(git_source_open(&s, &o, &e), 0, "open: %s", err_msg(&e));
+	cr_assert_eq(source_git_open(&s, &o, &e), 0, "open: %s", err_msg(&e));
 	err_release(&e);
 	return s;
 }
 
-static void poll_ok(struct git_source *s, struct git_source_poll_result *r)
+static void poll_ok(struct source_git *s, struct source_git_poll_result *r)
 {
 	struct err e = ERR_INIT;
 
-	cr_assert_eq(git_source_poll(s, r, &e), 0, "poll: %s", err_msg(&e));
+	cr_assert_eq(source_git_poll(s, r, &e), 0, "poll: %s", err_msg(&e));
 	err_release(&e);
 }
 
@@ -157,12 +157,12 @@ static char *read_text(const char *dir, const char *name)
 	return strdup(buf);
 }
 
-static char *checkout_ok(struct git_source *s)
+static char *checkout_ok(struct source_git *s)
 {
 	struct err e = ERR_INIT;
 	char *dir = NULL;
 
-	cr_assert_eq(git_source_checkout(s, &dir, &e), 0, "checkout: %s",
+	cr_assert_eq(source_git_checkout(s, &dir, &e), 0, "checkout: %s",
 		     err_msg(&e));
 	err_release(&e);
 	return dir;
@@ -170,11 +170,11 @@ static char *checkout_ok(struct git_source *s)
 
 Test(git, default_head_by_path_and_file_url)
 {
-	struct git_source_poll_result r;
+	struct source_git_poll_result r;
 	char *head = GITOUT("rev-parse", "HEAD");
 	char *tree = GITOUT("rev-parse", "HEAD:app");
 	char url[400], *dir, *text;
-	struct git_source *s;
+	struct source_git *s;
 
 	s = open_src(srv, NULL, "app");
 	poll_ok(s, &r);
@@ -187,7 +187,7 @@ Test(git, default_head_by_path_and_file_url)
 	cr_assert_str_eq(text, "kind: ConfigMap\n");
 	free(text);
 	free(dir);
-	git_source_free(s);
+	source_git_free(s);
 
 	snprintf(url, sizeof(url), "file://%s", srv);
 	s = open_src(url, NULL, NULL);
@@ -196,15 +196,15 @@ Test(git, default_head_by_path_and_file_url)
 	free(tree);
 	tree = GITOUT("rev-parse", "HEAD^{tree}");
 	cr_assert_str_eq(r.tree, tree);
-	git_source_free(s);
+	source_git_free(s);
 	free(head);
 	free(tree);
 }
 
 Test(git, branch_tags_and_commits)
 {
-	struct git_source_poll_result r;
-	struct git_source *s;
+	struct source_git_poll_result r;
+	struct source_git *s;
 	char *c1 = GITOUT("rev-parse", "HEAD"), *c2, *abbrev;
 
 	GIT("tag", "light");
@@ -216,34 +216,34 @@ Test(git, branch_tags_and_commits)
 	s = open_src(srv, "feature", NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c2);
-	git_source_free(s);
+	source_git_free(s);
 
 	s = open_src(srv, "refs/heads/feature", NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c2);
-	git_source_free(s);
+	source_git_free(s);
 
 	s = open_src(srv, "light", NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c1);
-	git_source_free(s);
+	source_git_free(s);
 
 	s = open_src(srv, "v1", NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c1, "annotated tag peels to its commit");
-	git_source_free(s);
+	source_git_free(s);
 
 	/* A full commit id that is on a branch only. */
 	s = open_src(srv, c2, NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c2);
-	git_source_free(s);
+	source_git_free(s);
 
 	abbrev = strndup(c2, 8);
 	s = open_src(srv, abbrev, NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c2);
-	git_source_free(s);
+	source_git_free(s);
 	free(abbrev);
 	free(c1);
 	free(c2);
@@ -251,8 +251,8 @@ Test(git, branch_tags_and_commits)
 
 Test(git, no_fetch_when_nothing_moved)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, "main", NULL);
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, "main", NULL);
 	char *c2;
 
 	poll_ok(s, &r);
@@ -270,14 +270,14 @@ Test(git, no_fetch_when_nothing_moved)
 	cr_assert_eq(r.requests, 5);
 	cr_assert_str_eq(r.commit, c2);
 	free(c2);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, pinned_commit_needs_no_network)
 {
-	struct git_source_poll_result r;
+	struct source_git_poll_result r;
 	char *c1 = GITOUT("rev-parse", "HEAD");
-	struct git_source *s = open_src(srv, c1, NULL);
+	struct source_git *s = open_src(srv, c1, NULL);
 
 	poll_ok(s, &r);
 	cr_assert(r.contacted && r.fetched);
@@ -290,21 +290,21 @@ Test(git, pinned_commit_needs_no_network)
 	free(run_in("/", (const char *const[]){"rm", "-rf", srv, NULL}));
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.commit, c1);
-	git_source_free(s);
+	source_git_free(s);
 	free(c1);
 }
 
 Test(git, commit_outside_path_is_not_a_change)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, "main", "app");
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, "main", "app");
 	struct err e = ERR_INIT;
 	char tree[64], *c2, *c3;
 
 	poll_ok(s, &r);
 	cr_assert(r.changed);
 	cr_assert_str_eq(r.rendered_tree, "");
-	cr_assert_eq(git_source_mark_rendered(s, r.tree, &e), 0, "%s",
+	cr_assert_eq(source_git_mark_rendered(s, r.tree, &e), 0, "%s",
 		     err_msg(&e));
 	strcpy(tree, r.tree);
 	poll_ok(s, &r);
@@ -326,42 +326,42 @@ Test(git, commit_outside_path_is_not_a_change)
 	free(c2);
 	free(c3);
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, restart_reads_last_render_record)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, NULL, "app");
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, NULL, "app");
 	struct err e = ERR_INIT;
 	char tree[64];
 
 	poll_ok(s, &r);
 	strcpy(tree, r.tree);
-	cr_assert_eq(git_source_mark_rendered(s, r.tree, &e), 0);
-	git_source_free(s);
+	cr_assert_eq(source_git_mark_rendered(s, r.tree, &e), 0);
+	source_git_free(s);
 
 	s = open_src(srv, NULL, "app");
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.rendered_tree, tree);
 	cr_assert_not(r.changed);
 	cr_assert_not(r.fetched, "objects are in the cache already");
-	git_source_free(s);
+	source_git_free(s);
 
 	/* Another path of the same URL has its own record. */
 	s = open_src(srv, NULL, NULL);
 	poll_ok(s, &r);
 	cr_assert_str_eq(r.rendered_tree, "");
 	cr_assert(r.changed);
-	git_source_free(s);
+	source_git_free(s);
 	err_release(&e);
 }
 
 Test(git, force_push_and_moved_tag)
 {
-	struct git_source_poll_result r;
-	struct git_source *sb = open_src(srv, "main", NULL);
-	struct git_source *st;
+	struct source_git_poll_result r;
+	struct source_git *sb = open_src(srv, "main", NULL);
+	struct source_git *st;
 	char *c1 = GITOUT("rev-parse", "HEAD"), *c2, *c3;
 
 	GIT("tag", "v1");
@@ -385,14 +385,14 @@ Test(git, force_push_and_moved_tag)
 	free(c1);
 	free(c2);
 	free(c3);
-	git_source_free(sb);
-	git_source_free(st);
+	source_git_free(sb);
+	source_git_free(st);
 }
 
 Test(git, deleted_branch_keeps_last_checkout)
 {
-	struct git_source_poll_result r;
-	struct git_source *s;
+	struct source_git_poll_result r;
+	struct source_git *s;
 	struct err e = ERR_INIT;
 	char *c2, *dir, *dir2, *text;
 
@@ -404,7 +404,7 @@ Test(git, deleted_branch_keeps_last_checkout)
 	dir = checkout_ok(s);
 
 	GIT("branch", "-q", "-D", "feature");
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_NOTFOUND);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_NOTFOUND);
 	cr_assert(strstr(err_msg(&e), "feature"), "%s", err_msg(&e));
 	cr_assert(strstr(err_msg(&e), srv), "%s", err_msg(&e));
 
@@ -417,13 +417,13 @@ Test(git, deleted_branch_keeps_last_checkout)
 	free(dir2);
 	free(c2);
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, unreachable_server_is_a_clear_error)
 {
-	struct git_source_poll_result r;
-	struct git_source *s;
+	struct source_git_poll_result r;
+	struct source_git *s;
 	struct err e = ERR_INIT;
 	char url[400], *dir, *dir2;
 
@@ -432,7 +432,7 @@ Test(git, unreachable_server_is_a_clear_error)
 	poll_ok(s, &r);
 	dir = checkout_ok(s);
 	free(run_in("/", (const char *const[]){"rm", "-rf", srv, NULL}));
-	cr_assert_lt(git_source_poll(s, &r, &e), 0);
+	cr_assert_lt(source_git_poll(s, &r, &e), 0);
 	cr_assert(strstr(err_msg(&e), url), "names the URL: %s",
 		  err_msg(&e));
 	dir2 = checkout_ok(s);
@@ -440,28 +440,28 @@ Test(git, unreachable_server_is_a_clear_error)
 	free(dir);
 	free(dir2);
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, ssh_connection_refused)
 {
-	struct git_source_poll_result r;
-	struct git_source *s;
+	struct source_git_poll_result r;
+	struct source_git *s;
 	struct err e = ERR_INIT;
 
 	/* Port 1 on loopback: nothing listens there. */
 	s = open_src("ssh://git@127.0.0.1:1/repo.git", NULL, NULL);
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_IO, "%s", err_msg(&e));
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_IO, "%s", err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "ssh://127.0.0.1:1/repo.git"), "%s",
 		  err_msg(&e));
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, checkout_is_read_only_and_reused)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, NULL, NULL);
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, NULL, NULL);
 	struct stat st;
 	char *dir, *dir2, path[600];
 
@@ -485,13 +485,13 @@ Test(git, checkout_is_read_only_and_reused)
 	cr_assert_str_eq(dir, dir2);
 	free(dir);
 	free(dir2);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, old_checkouts_are_cleaned_up)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, NULL, "app");
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, NULL, "app");
 	char *d1, *d2, *d3, *c;
 
 	poll_ok(s, &r);
@@ -510,14 +510,14 @@ Test(git, old_checkouts_are_cleaned_up)
 	free(d1);
 	free(d2);
 	free(d3);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, blob_size_limit)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source_poll_result r;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git_poll_result r;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	char *dir = NULL, big[200];
 
@@ -527,37 +527,37 @@ Test(git, blob_size_limit)
 	o.url = srv;
 	o.cache_dir = cache;
 	o.max_blob_bytes = 100;
-	cr_assert_eq(git_source_open(&s, &o, &e), 0);
+	cr_assert_eq(source_git_open(&s, &o, &e), 0);
 	poll_ok(s, &r);
-	cr_assert_eq(git_source_checkout(s, &dir, &e), ERR_LIMIT);
+	cr_assert_eq(source_git_checkout(s, &dir, &e), ERR_LIMIT);
 	cr_assert_null(dir);
 	cr_assert(strstr(err_msg(&e), "app/big.txt"), "%s", err_msg(&e));
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, repository_size_limit)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source_poll_result r;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git_poll_result r;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 
 	o.url = srv;
 	o.cache_dir = cache;
 	o.max_repo_bytes = 1000;
-	cr_assert_eq(git_source_open(&s, &o, &e), 0);
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_LIMIT, "%s",
+	cr_assert_eq(source_git_open(&s, &o, &e), 0);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_LIMIT, "%s",
 		     err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "limit"), "%s", err_msg(&e));
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, submodules_not_followed_and_outside_links_refused)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, NULL, NULL);
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, NULL, NULL);
 	struct err e = ERR_INIT;
 	char *head = GITOUT("rev-parse", "HEAD"), cacheinfo[100], *dir;
 	char path[600];
@@ -588,17 +588,17 @@ Test(git, submodules_not_followed_and_outside_links_refused)
 	GIT("add", "app/evil.yaml");
 	GIT("commit", "-q", "-m", "outside link");
 	poll_ok(s, &r);
-	cr_assert_eq(git_source_checkout(s, &dir, &e), ERR_INVALID);
+	cr_assert_eq(source_git_checkout(s, &dir, &e), ERR_INVALID);
 	cr_assert(strstr(err_msg(&e), "app/evil.yaml"), "%s", err_msg(&e));
 	err_release(&e);
 	free(head);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 Test(git, credentials_never_in_cache_names)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	uint8_t d[SHA256_DIGEST_SIZE];
 	char hex[65];
@@ -608,55 +608,55 @@ Test(git, credentials_never_in_cache_names)
 		     NULL);
 	sha256(clean, strlen(clean), d);
 	hex_encode(d, sizeof(d), hex);
-	cr_assert(strstr(git_source_cache_path(s), hex), "%s",
-		  git_source_cache_path(s));
-	cr_assert_null(strstr(git_source_cache_path(s), "s3cr3t"));
-	cr_assert_str_eq(git_source_url(s), clean);
-	git_source_free(s);
+	cr_assert(strstr(source_git_cache_path(s), hex), "%s",
+		  source_git_cache_path(s));
+	cr_assert_null(strstr(source_git_cache_path(s), "s3cr3t"));
+	cr_assert_str_eq(source_git_url(s), clean);
+	source_git_free(s);
 
 	o.url = "https://user:hunter2@example.invalid/org/repo.git";
 	o.cache_dir = cache;
-	cr_assert_eq(git_source_open(&s, &o, &e), ERR_INVALID);
+	cr_assert_eq(source_git_open(&s, &o, &e), ERR_INVALID);
 	cr_assert_null(s);
 	cr_assert_null(strstr(err_msg(&e), "hunter2"), "%s", err_msg(&e));
 	err_release(&e);
 
 	/* scp form and ssh:// parse; nothing is contacted on open. */
 	s = open_src("git@example.invalid:org/repo.git", NULL, NULL);
-	cr_assert_str_eq(git_source_url(s), "example.invalid:org/repo.git");
-	git_source_free(s);
+	cr_assert_str_eq(source_git_url(s), "example.invalid:org/repo.git");
+	source_git_free(s);
 	o.url = "ftp://example.invalid/repo.git";
-	cr_assert_eq(git_source_open(&s, &o, &e), ERR_INVALID);
+	cr_assert_eq(source_git_open(&s, &o, &e), ERR_INVALID);
 	err_release(&e);
 }
 
 Test(git, default_cache_dir)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git *s = NULL;
 	char want[400];
 
 	o.url = srv;
-	cr_assert_eq(git_source_open(&s, &o, NULL), 0);
+	cr_assert_eq(source_git_open(&s, &o, NULL), 0);
 	snprintf(want, sizeof(want), "%s/.cache/syncd/", root);
-	cr_assert(!strncmp(git_source_cache_path(s), want, strlen(want)),
-		  "%s", git_source_cache_path(s));
-	git_source_free(s);
+	cr_assert(!strncmp(source_git_cache_path(s), want, strlen(want)),
+		  "%s", source_git_cache_path(s));
+	source_git_free(s);
 	snprintf(want, sizeof(want), "%s/xdg", root);
 	setenv("XDG_CACHE_HOME", want, 1);
-	cr_assert_eq(git_source_open(&s, &o, NULL), 0);
+	cr_assert_eq(source_git_open(&s, &o, NULL), 0);
 	strcat(want, "/syncd/");
-	cr_assert(!strncmp(git_source_cache_path(s), want, strlen(want)),
-		  "%s", git_source_cache_path(s));
-	git_source_free(s);
+	cr_assert(!strncmp(source_git_cache_path(s), want, strlen(want)),
+		  "%s", source_git_cache_path(s));
+	source_git_free(s);
 }
 
 Test(git, cache_shared_by_two_sources_and_locked)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source_poll_result r1, r2;
-	struct git_source *a = open_src(srv, "main", "app");
-	struct git_source *b = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git_poll_result r1, r2;
+	struct source_git *a = open_src(srv, "main", "app");
+	struct source_git *b = NULL;
 	struct err e = ERR_INIT;
 	char lock[600], *da, *db;
 	int fd;
@@ -665,8 +665,8 @@ Test(git, cache_shared_by_two_sources_and_locked)
 	o.revision = "main";
 	o.cache_dir = cache;
 	o.fetch_timeout_ms = 300;
-	cr_assert_eq(git_source_open(&b, &o, &e), 0);
-	cr_assert_str_eq(git_source_cache_path(a), git_source_cache_path(b));
+	cr_assert_eq(source_git_open(&b, &o, &e), 0);
+	cr_assert_str_eq(source_git_cache_path(a), source_git_cache_path(b));
 
 	poll_ok(a, &r1);
 	cr_assert(r1.fetched);
@@ -678,10 +678,10 @@ Test(git, cache_shared_by_two_sources_and_locked)
 	cr_assert_str_neq(da, db);
 
 	/* Another holder of the lock (as another process would be). */
-	snprintf(lock, sizeof(lock), "%s/lock", git_source_cache_path(b));
+	snprintf(lock, sizeof(lock), "%s/lock", source_git_cache_path(b));
 	cr_assert_geq(fd = open(lock, O_RDWR), 0);
 	cr_assert_eq(flock(fd, LOCK_EX), 0);
-	cr_assert_eq(git_source_poll(b, &r2, &e), ERR_TIMEOUT, "%s",
+	cr_assert_eq(source_git_poll(b, &r2, &e), ERR_TIMEOUT, "%s",
 		     err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "locked"), "%s", err_msg(&e));
 	close(fd);
@@ -689,8 +689,8 @@ Test(git, cache_shared_by_two_sources_and_locked)
 	free(da);
 	free(db);
 	err_release(&e);
-	git_source_free(a);
-	git_source_free(b);
+	source_git_free(a);
+	source_git_free(b);
 }
 
 /* ---- signatures ---- */
@@ -722,9 +722,9 @@ static void ssh_keygen(const char *path)
 
 Test(git, ssh_signature_policy)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source_poll_result r;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git_poll_result r;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	char key[400], other[400], signers[400], *pub, line[1200], *c;
 	FILE *f;
@@ -746,7 +746,7 @@ Test(git, ssh_signature_policy)
 	o.url = srv;
 	o.cache_dir = cache;
 	o.verify.allowed_signers_file = signers;
-	cr_assert_eq(git_source_open(&s, &o, &e), 0);
+	cr_assert_eq(source_git_open(&s, &o, &e), 0);
 
 	c = sign_src_ssh(key, true);
 	poll_ok(s, &r);
@@ -754,7 +754,7 @@ Test(git, ssh_signature_policy)
 	free(c);
 
 	c = sign_src_ssh(key, false);
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_INVALID);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_INVALID);
 	cr_assert(strstr(err_msg(&e), c), "names the commit: %s",
 		  err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "not signed"), "%s", err_msg(&e));
@@ -762,7 +762,7 @@ Test(git, ssh_signature_policy)
 	free(c);
 
 	c = sign_src_ssh(other, true);
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_INVALID);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_INVALID);
 	cr_assert(strstr(err_msg(&e), c), "%s", err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "not in"), "%s", err_msg(&e));
 	err_reset(&e);
@@ -775,7 +775,7 @@ Test(git, ssh_signature_policy)
 	cr_assert_str_eq(r.commit, c);
 	free(c);
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 /* A throwaway GPG key in GNUPGHOME; false (and a message) when gpg fails. */
@@ -800,9 +800,9 @@ static bool gpg_key(const char *uid)
 
 Test(git, gpg_signature_policy)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source_poll_result r;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git_poll_result r;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	char keyring[400], *c;
 	FILE *f;
@@ -823,7 +823,7 @@ Test(git, gpg_signature_policy)
 	o.url = srv;
 	o.cache_dir = cache;
 	o.verify.gpg_keyring_file = keyring;
-	cr_assert_eq(git_source_open(&s, &o, &e), 0);
+	cr_assert_eq(source_git_open(&s, &o, &e), 0);
 
 	write_file(srv, "app/g.yaml", "good\n");
 	GIT("add", "-A");
@@ -838,7 +838,7 @@ Test(git, gpg_signature_policy)
 	GIT("add", "-A");
 	GIT("commit", "-q", "-m", "unsigned");
 	c = GITOUT("rev-parse", "HEAD");
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_INVALID);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_INVALID);
 	cr_assert(strstr(err_msg(&e), c), "%s", err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "not signed"), "%s", err_msg(&e));
 	err_reset(&e);
@@ -849,12 +849,12 @@ Test(git, gpg_signature_policy)
 	GIT("-c", "user.signingkey=evil@example.com", "commit", "-q", "-S",
 	    "-m", "evil");
 	c = GITOUT("rev-parse", "HEAD");
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_INVALID);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_INVALID);
 	cr_assert(strstr(err_msg(&e), c), "%s", err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "does not verify"), "%s", err_msg(&e));
 	free(c);
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 /*
@@ -863,9 +863,9 @@ Test(git, gpg_signature_policy)
  */
 Test(git, silent_server_times_out)
 {
-	struct git_source_options o = GIT_SOURCE_OPTIONS_INIT;
-	struct git_source_poll_result r;
-	struct git_source *s = NULL;
+	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_git_poll_result r;
+	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	struct sockaddr_in sa = {0};
 	socklen_t len = sizeof(sa);
@@ -883,21 +883,21 @@ Test(git, silent_server_times_out)
 	o.url = url;
 	o.cache_dir = cache;
 	o.fetch_timeout_ms = 300;
-	cr_assert_eq(git_source_open(&s, &o, &e), 0);
-	cr_assert_eq(git_source_poll(s, &r, &e), ERR_TIMEOUT, "%s",
+	cr_assert_eq(source_git_open(&s, &o, &e), 0);
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_TIMEOUT, "%s",
 		     err_msg(&e));
 	cr_assert(strstr(err_msg(&e), "timed out"), "%s", err_msg(&e));
 	cr_assert_eq(r.requests, 1);
 	close(fd);
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }
 
 /* Each link looks inside on its own; together they climb out. */
 Test(git, chained_links_cannot_escape)
 {
-	struct git_source_poll_result r;
-	struct git_source *s = open_src(srv, "HEAD", NULL);
+	struct source_git_poll_result r;
+	struct source_git *s = open_src(srv, "HEAD", NULL);
 	struct err e = ERR_INIT;
 	char *dir = NULL;
 
@@ -907,11 +907,11 @@ Test(git, chained_links_cannot_escape)
 	GIT("add", "r", "x");
 	GIT("commit", "-q", "-m", "links");
 	poll_ok(s, &r);
-	cr_assert_eq(git_source_checkout(s, &dir, &e), ERR_INVALID, "%s",
+	cr_assert_eq(source_git_checkout(s, &dir, &e), ERR_INVALID, "%s",
 		     err_msg(&e));
 	cr_assert_null(dir);
 	cr_assert(strstr(err_msg(&e), "x: symbolic link points outside"),
 		  "%s", err_msg(&e));
 	err_release(&e);
-	git_source_free(s);
+	source_git_free(s);
 }

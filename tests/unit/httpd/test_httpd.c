@@ -22,7 +22,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "syncd/httpd.h"
+#include "controller/controller.h"
 #include "util/sha256.h"
 
 #define API_TOKEN "s3cret-api-token"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "syncd/kube.h"
+#include "kube/kube.h"
 #include "tests/helpers/emu.h"
 
 #define MANAGER "test"

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "syncd/kube.h"
+#include "kube/kube.h"
 #include "util/base64.h"
 
 static char tmp[4096];

@@ -1,5 +1,5 @@
 /*
- * The HTTP layer (syncd/kube_http.c) against a real kube-emu over TLS
+ * The HTTP layer (kube/http.c) against a real kube-emu over TLS
  * with a bearer token: verbs, TLS settings, Status errors, retries under
  * injected faults (request counts from /emu/stats), the response cap,
  * the rate limiter, streams and connection reuse.
@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "syncd/kube.h"
+#include "kube/kube.h"
 #include "tests/helpers/emu.h"
 
 #define CM_PATH "/api/v1/namespaces/default/configmaps"

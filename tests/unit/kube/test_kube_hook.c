@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "syncd/kube.h"
+#include "kube/kube.h"
 #include "tests/helpers/emu.h"
 
 #define NS_CM	 "/api/v1/namespaces/default/configmaps"

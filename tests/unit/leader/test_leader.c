@@ -1,7 +1,7 @@
 /*
  * Leader election against a real kube-emu, with short durations (lease
  * 1200 ms, renew deadline 800 ms, retry 200 ms unless a test says
- * otherwise). What is asserted: who leads (leader_is_leader() and the
+ * otherwise). What is asserted: who leads (kube_leader_is_leader() and the
  * callbacks), the Lease's record in the API server, and /emu/stats
  * counts. Waits poll with generous deadlines; where a test must show that
  * something did NOT happen yet, it looks well inside a window several
@@ -16,8 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "syncd/kube.h"
-#include "syncd/leader.h"
+#include "kube/kube.h"
 #include "tests/helpers/emu.h"
 #include "util/clock.h"
 
@@ -37,7 +36,7 @@ struct probe {
 
 struct elector {
 	struct kube_client *client;
-	struct leader *l;
+	struct kube_leader *l;
 	struct probe p;
 	char id[64];
 };
@@ -98,7 +97,7 @@ static void setup(void)
 static void teardown(void)
 {
 	for (int i = 0; i < 2; i++) {
-		leader_free(el[i].l);
+		kube_leader_free(el[i].l);
 		kube_client_free(el[i].client);
 		memset(&el[i], 0, sizeof(el[i]));
 	}
@@ -132,7 +131,7 @@ static void elector_new(int i, long lease_ms, long renew_ms, long retry_ms)
 					 .max_retries = 1,
 					 .connect_timeout_ms = 2000,
 					 .timeout_ms = 2000};
-	struct leader_options o = LEADER_OPTIONS_INIT;
+	struct kube_leader_options o = KUBE_LEADER_OPTIONS_INIT;
 
 	snprintf(el[i].id, sizeof(el[i].id), "replica-%d", i);
 	o.namespace = NS;
@@ -148,24 +147,24 @@ static void elector_new(int i, long lease_ms, long renew_ms, long retry_ms)
 	o.ctx = &el[i].p;
 	cr_assert_eq(kube_client_new(&el[i].client, &cfg, &co, &err), 0, "%s",
 		     err_msg(&err));
-	cr_assert_eq(leader_new(&el[i].l, el[i].client, &o, &err), 0, "%s",
+	cr_assert_eq(kube_leader_new(&el[i].l, el[i].client, &o, &err), 0, "%s",
 		     err_msg(&err));
-	cr_assert_str_eq(leader_identity(el[i].l), el[i].id);
+	cr_assert_str_eq(kube_leader_identity(el[i].l), el[i].id);
 }
 
 static void elector_start(int i, long lease_ms, long renew_ms, long retry_ms)
 {
 	elector_new(i, lease_ms, renew_ms, retry_ms);
-	cr_assert_eq(leader_start(el[i].l, &err), 0, "%s", err_msg(&err));
+	cr_assert_eq(kube_leader_start(el[i].l, &err), 0, "%s", err_msg(&err));
 }
 
 static bool wait_leader(int i, long ms)
 {
 	uint64_t deadline = clk_mono_ms() + ms;
 
-	while (!leader_is_leader(el[i].l) && clk_mono_ms() < deadline)
+	while (!kube_leader_is_leader(el[i].l) && clk_mono_ms() < deadline)
 		pause_ms(10);
-	return leader_is_leader(el[i].l);
+	return kube_leader_is_leader(el[i].l);
 }
 
 /* The Lease as stored now (new reference). */
@@ -249,11 +248,11 @@ Test(leader, alone_becomes_leader_and_renews)
 	cr_assert_str_eq(spec_str(later, "holderIdentity"), "replica-0");
 	cr_assert_eq(spec_int(later, "leaseTransitions"), 0);
 	json_decref(later);
-	cr_assert(leader_is_leader(el[0].l));
+	cr_assert(kube_leader_is_leader(el[0].l));
 	cr_assert_gt(test_emu_count(&emu, "update", LEASES, 200), 0);
 
-	cr_assert_eq(leader_stop(el[0].l, false, &err), 0, "%s", err_msg(&err));
-	cr_assert_not(leader_is_leader(el[0].l));
+	cr_assert_eq(kube_leader_stop(el[0].l, false, &err), 0, "%s", err_msg(&err));
+	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_eq(atomic_load(&el[0].p.stopped), 1);
 }
 
@@ -267,14 +266,14 @@ Test(leader, two_electors_never_both_lead)
 	elector_start(0, 1200, 800, 200);
 	elector_start(1, 1200, 800, 200);
 	deadline = clk_mono_ms() + WAIT_MS;
-	while (!leader_is_leader(el[0].l) && !leader_is_leader(el[1].l) &&
+	while (!kube_leader_is_leader(el[0].l) && !kube_leader_is_leader(el[1].l) &&
 	       clk_mono_ms() < deadline)
 		pause_ms(10);
 
 	deadline = clk_mono_ms() + 3000;
 	while (clk_mono_ms() < deadline) {
-		bool a = leader_is_leader(el[0].l);
-		bool b = leader_is_leader(el[1].l);
+		bool a = kube_leader_is_leader(el[0].l);
+		bool b = kube_leader_is_leader(el[1].l);
 
 		cr_assert_not(a && b, "both lead at sample %ld", samples);
 		led[0] += a;
@@ -313,7 +312,7 @@ Test(leader, release_hands_over_at_once)
 	first = 0;
 	second = 1;
 	pause_ms(500); /* the standby has looked at the Lease */
-	cr_assert_not(leader_is_leader(el[second].l));
+	cr_assert_not(kube_leader_is_leader(el[second].l));
 
 	lease = get_lease();
 	cr_assert_str_eq(spec_str(lease, "holderIdentity"), el[first].id);
@@ -321,9 +320,9 @@ Test(leader, release_hands_over_at_once)
 	transitions = spec_int(lease, "leaseTransitions");
 	json_decref(lease);
 
-	cr_assert_eq(leader_stop(el[first].l, true, &err), 0, "%s",
+	cr_assert_eq(kube_leader_stop(el[first].l, true, &err), 0, "%s",
 		     err_msg(&err));
-	cr_assert_not(leader_is_leader(el[first].l));
+	cr_assert_not(kube_leader_is_leader(el[first].l));
 	cr_assert_eq(atomic_load(&el[first].p.stopped), 1);
 
 	cr_assert(wait_leader(second, 8000),
@@ -348,18 +347,18 @@ Test(leader, crashed_leader_is_replaced_after_lease_duration)
 	cr_assert(wait_leader(0, WAIT_MS));
 	elector_start(1, 3000, 800, 200);
 	pause_ms(500);
-	cr_assert_not(leader_is_leader(el[1].l));
+	cr_assert_not(kube_leader_is_leader(el[1].l));
 	lease = get_lease();
 	transitions = spec_int(lease, "leaseTransitions");
 	json_decref(lease);
 
 	/* A crash: it stops renewing and does not release. */
-	cr_assert_eq(leader_stop(el[0].l, false, &err), 0, "%s", err_msg(&err));
-	cr_assert_not(leader_is_leader(el[0].l));
+	cr_assert_eq(kube_leader_stop(el[0].l, false, &err), 0, "%s", err_msg(&err));
+	cr_assert_not(kube_leader_is_leader(el[0].l));
 
 	/* Shortly after, the Lease is still replica-0's. */
 	pause_ms(500);
-	cr_assert_not(leader_is_leader(el[1].l),
+	cr_assert_not(kube_leader_is_leader(el[1].l),
 		      "took a Lease that had not expired");
 	lease = get_lease();
 	cr_assert_str_eq(spec_str(lease, "holderIdentity"), "replica-0");
@@ -394,7 +393,7 @@ Test(leader, failed_renewals_stop_leading)
 		pause_ms(10);
 	cr_assert_eq(atomic_load(&el[0].p.stopped), 1,
 		     "stopped_leading was not called");
-	cr_assert_not(leader_is_leader(el[0].l));
+	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_gt(atomic_load(&el[0].p.failed), 0);
 	cr_assert_gt(test_emu_count(&emu, "update", LEASES, 503), 0);
 
@@ -436,7 +435,7 @@ Test(leader, fresh_foreign_lease_is_not_taken)
 	       clk_mono_ms() < deadline)
 		pause_ms(20);
 	cr_assert_geq(test_emu_count(&emu, "get", LEASES, 200), 6);
-	cr_assert_not(leader_is_leader(el[0].l));
+	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_eq(atomic_load(&el[0].p.started), 0);
 	cr_assert_eq(test_emu_count(&emu, "update", LEASES, 0), 0,
 		     "wrote a Lease it does not hold");
@@ -447,7 +446,7 @@ Test(leader, fresh_foreign_lease_is_not_taken)
 	cr_assert_eq(spec_int(lease, "leaseTransitions"), 3);
 	json_decref(lease);
 
-	cr_assert_eq(leader_stop(el[0].l, true, &err), 0);
+	cr_assert_eq(kube_leader_stop(el[0].l, true, &err), 0);
 	cr_assert_eq(atomic_load(&el[0].p.stopped), 0);
 	cr_assert_str_eq(el[0].p.last_leader, "other-replica");
 }
@@ -489,8 +488,8 @@ Test(leader, update_precondition_conflicts)
 
 Test(leader, options_are_checked)
 {
-	struct leader_options o = LEADER_OPTIONS_INIT;
-	struct leader *l = NULL;
+	struct kube_leader_options o = KUBE_LEADER_OPTIONS_INIT;
+	struct kube_leader *l = NULL;
 	const char *id;
 	char host[256];
 
@@ -498,31 +497,31 @@ Test(leader, options_are_checked)
 	o.name = LEASE;
 	o.lease_ms = 1000;
 	o.renew_ms = 1000; /* not below the lease */
-	cr_assert_eq(leader_new(&l, client, &o, &err), ERR_INVALID);
+	cr_assert_eq(kube_leader_new(&l, client, &o, &err), ERR_INVALID);
 	cr_assert_null(l);
 	err_reset(&err);
 	o.renew_ms = 800;
 	o.retry_ms = 700; /* 1.2 * 700 > 800 */
-	cr_assert_eq(leader_new(&l, client, &o, &err), ERR_INVALID);
+	cr_assert_eq(kube_leader_new(&l, client, &o, &err), ERR_INVALID);
 	err_reset(&err);
 	o.name = NULL;
 	o.retry_ms = 200;
-	cr_assert_eq(leader_new(&l, client, &o, &err), ERR_INVALID);
+	cr_assert_eq(kube_leader_new(&l, client, &o, &err), ERR_INVALID);
 	err_reset(&err);
 	o.name = LEASE;
 
 	/* Defaults: client-go's durations, identity "HOST_<16 hex>". */
-	cr_assert_eq(leader_new(&l, client, &o, &err), 0, "%s", err_msg(&err));
-	id = leader_identity(l);
+	cr_assert_eq(kube_leader_new(&l, client, &o, &err), 0, "%s", err_msg(&err));
+	id = kube_leader_identity(l);
 	cr_assert_eq(gethostname(host, sizeof(host)), 0);
 	host[sizeof(host) - 1] = '\0';
 	cr_assert_eq(strncmp(id, host, strlen(host)), 0, "%s", id);
 	cr_assert_eq(id[strlen(host)], '_');
 	cr_assert_eq(strlen(id + strlen(host) + 1), 16);
 	cr_assert_eq(strspn(id + strlen(host) + 1, "0123456789abcdef"), 16);
-	cr_assert_not(leader_is_leader(l));
+	cr_assert_not(kube_leader_is_leader(l));
 	/* Stopping a never started elector does nothing. */
-	cr_assert_eq(leader_stop(l, true, &err), 0);
-	leader_free(l);
+	cr_assert_eq(kube_leader_stop(l, true, &err), 0);
+	kube_leader_free(l);
 	cr_assert_eq(test_emu_count(&emu, NULL, LEASES, 0), 0);
 }

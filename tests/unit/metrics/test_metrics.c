@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "syncd/metrics.h"
+#include "controller/controller.h"
 
 static struct metrics *m;
 static struct buf out = BUF_INIT;

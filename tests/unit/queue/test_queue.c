@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "syncd/queue.h"
+#include "controller/queue.h"
 #include "util/err.h"
 
 /*

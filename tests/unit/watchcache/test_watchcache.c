@@ -12,8 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "syncd/kube.h"
-#include "syncd/watchcache.h"
+#include "kube/kube.h"
 #include "tests/helpers/emu.h"
 #include "util/clock.h"
 
@@ -24,7 +23,7 @@ static struct test_emu emu;
 static struct kube_config cfg;
 static struct kube_client *client;
 static struct kube_discovery *disc;
-static struct watchcache *wc;
+static struct kube_watchcache *wc;
 static struct err err = ERR_INIT;
 
 /* What the change callback heard, in order. */
@@ -73,7 +72,7 @@ static unsigned heard_count(const char *value)
 static void start_with(const char *const *args)
 {
 	struct kube_client_options opts = {.qps = 5000, .burst = 5000};
-	struct watchcache_options wo = {.changed = on_changed, .ctx = &heard};
+	struct kube_watchcache_options wo = {.changed = on_changed, .ctx = &heard};
 
 	nheard = 0;
 	cr_assert_eq(test_emu_start(&emu, args), 0, "kube-emu did not start");
@@ -81,7 +80,7 @@ static void start_with(const char *const *args)
 	cr_assert_eq(kube_client_new(&client, &cfg, &opts, &err), 0, "%s",
 		     err_msg(&err));
 	cr_assert_eq(kube_discovery_new(&disc, client, &err), 0);
-	cr_assert_eq(watchcache_new(&wc, client, &wo, &err), 0);
+	cr_assert_eq(kube_watchcache_new(&wc, client, &wo, &err), 0);
 }
 
 static void setup(void)
@@ -91,7 +90,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	watchcache_free(wc);
+	kube_watchcache_free(wc);
 	wc = NULL;
 	kube_discovery_free(disc);
 	disc = NULL;
@@ -132,7 +131,7 @@ static void apply_cm(const char *ns, const char *name, const char *value,
 	if (app)
 		json_object_set_new(
 			json_object_get(obj, "metadata"), "labels",
-			json_pack("{s:s}", WATCHCACHE_PART_OF_LABEL, app));
+			json_pack("{s:s}", KUBE_WATCHCACHE_PART_OF_LABEL, app));
 	apply("ConfigMap", obj);
 }
 
@@ -166,10 +165,10 @@ static void wait_synced(const char *kind, const char *ns)
 {
 	long deadline = now_ms() + WAIT_MS;
 
-	while (!watchcache_synced(wc, find(kind), ns, NULL) &&
+	while (!kube_watchcache_synced(wc, find(kind), ns, NULL) &&
 	       now_ms() < deadline)
 		pause_ms(20);
-	cr_assert(watchcache_synced(wc, find(kind), ns, NULL),
+	cr_assert(kube_watchcache_synced(wc, find(kind), ns, NULL),
 		  "%s in %s never synced", kind, ns ? ns : "all");
 }
 
@@ -179,7 +178,7 @@ static json_t *cached(const char *kind, const char *ns, const char *name)
 	json_t *items = NULL, *obj, *found = NULL;
 	size_t i;
 
-	cr_assert_eq(watchcache_list(wc, find(kind), ns, NULL, &items, &err), 0,
+	cr_assert_eq(kube_watchcache_list(wc, find(kind), ns, NULL, &items, &err), 0,
 		     "%s", err_msg(&err));
 	json_array_foreach(items, i, obj)
 	{
@@ -198,7 +197,7 @@ static size_t cached_count(const char *kind, const char *ns)
 	json_t *items = NULL;
 	size_t n;
 
-	cr_assert_eq(watchcache_list(wc, find(kind), ns, NULL, &items, &err), 0,
+	cr_assert_eq(kube_watchcache_list(wc, find(kind), ns, NULL, &items, &err), 0,
 		     "%s", err_msg(&err));
 	n = json_array_size(items);
 	json_decref(items);
@@ -246,9 +245,9 @@ Test(watchcache, initial_sync_and_events, .init = setup)
 
 	apply_cm("default", "a", "1", "app1");
 	apply_cm("default", "b", "1", NULL);
-	cr_assert_eq(watchcache_list(wc, cm, "default", NULL, &items, &err),
+	cr_assert_eq(kube_watchcache_list(wc, cm, "default", NULL, &items, &err),
 		     ERR_NOTFOUND);
-	cr_assert_eq(watchcache_watch(wc, cm, "default", NULL, &err), 0, "%s",
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default", NULL, &err), 0, "%s",
 		     err_msg(&err));
 	wait_synced("ConfigMap", "default");
 	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
@@ -293,7 +292,7 @@ Test(watchcache, callback_only_for_labelled_objects, .init = setup)
 {
 	const struct kube_resource *cm = find("ConfigMap");
 
-	cr_assert_eq(watchcache_watch(wc, cm, "default", NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default", NULL, &err), 0);
 	wait_synced("ConfigMap", "default");
 	cr_assert_eq(heard_count(NULL), 0);
 	apply_cm("default", "plain", "1", NULL);
@@ -323,7 +322,7 @@ Test(watchcache, status_dropped, .init = setup)
 	cr_assert_eq(kube_get(client, ns, NULL, "team-a", &live, &err), 0);
 	cr_assert_not_null(json_object_get(live, "status"),
 			   "the server sets a namespace's status");
-	cr_assert_eq(watchcache_watch(wc, ns, NULL, NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, ns, NULL, NULL, &err), 0);
 	wait_synced("Namespace", NULL);
 	obj = cached("Namespace", NULL, "team-a");
 	cr_assert_not_null(obj);
@@ -358,7 +357,7 @@ Test(watchcache, resumes_without_relist)
 
 	start_with(end_fast);
 	cr_assert_eq(
-		watchcache_watch(wc, find("ConfigMap"), "default", NULL, &err),
+		kube_watchcache_watch(wc, find("ConfigMap"), "default", NULL, &err),
 		0);
 	wait_synced("ConfigMap", "default");
 	/* Writes spread over several 300 ms streams. */
@@ -387,7 +386,7 @@ Test(watchcache, relists_after_expired)
 	start_with(expire_once);
 	apply_cm("default", "a", "1", "app");
 	cr_assert_eq(
-		watchcache_watch(wc, find("ConfigMap"), "default", NULL, &err),
+		kube_watchcache_watch(wc, find("ConfigMap"), "default", NULL, &err),
 		0);
 	wait_synced("ConfigMap", "default");
 	apply_cm("default", "b", "1", "app");
@@ -407,14 +406,14 @@ Test(watchcache, stop_while_idle, .init = setup)
 	const struct kube_resource *cm = find("ConfigMap");
 
 	apply_cm("default", "a", "1", NULL);
-	cr_assert_eq(watchcache_watch(wc, cm, "default", NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default", NULL, &err), 0);
 	wait_synced("ConfigMap", "default");
 	/* The suite's timeout bounds this: a quiet stream must notice. */
-	watchcache_stop(wc);
-	watchcache_stop(wc);
+	kube_watchcache_stop(wc);
+	kube_watchcache_stop(wc);
 	/* The last state stays readable; no new watch starts. */
 	cr_assert_str_eq(cached_value("default", "a"), "1");
-	cr_assert_eq(watchcache_watch(wc, cm, "kube-system", NULL, &err),
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "kube-system", NULL, &err),
 		     ERR_INVALID);
 }
 
@@ -427,10 +426,10 @@ Test(watchcache, two_namespaces, .init = setup)
 	apply_cm("one", "x", "1", "app-one");
 	apply_cm("two", "x", "2", "app-two");
 	apply_cm("two", "y", "2", NULL);
-	cr_assert_eq(watchcache_watch(wc, cm, "one", NULL, &err), 0);
-	cr_assert_eq(watchcache_watch(wc, cm, "two", NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "one", NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "two", NULL, &err), 0);
 	/* Once per (resource, namespace, selector). */
-	cr_assert_eq(watchcache_watch(wc, cm, "two", "", &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "two", "", &err), 0);
 	wait_synced("ConfigMap", "one");
 	wait_synced("ConfigMap", "two");
 	cr_assert_eq(cached_count("ConfigMap", "one"), 1);
@@ -454,22 +453,22 @@ Test(watchcache, label_selector_is_its_own_watch, .init = setup)
 
 	apply_cm("default", "a", "1", "app");
 	apply_cm("default", "b", "1", NULL);
-	cr_assert_eq(watchcache_watch(wc, cm, "default",
-				      WATCHCACHE_PART_OF_LABEL, &err),
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default",
+				      KUBE_WATCHCACHE_PART_OF_LABEL, &err),
 		     0);
-	cr_assert_eq(watchcache_watch(wc, cm, "default", NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default", NULL, &err), 0);
 	wait_synced("ConfigMap", "default");
 	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
 	{
 		long deadline = now_ms() + WAIT_MS;
 
-		while (!watchcache_synced(wc, cm, "default",
-					  WATCHCACHE_PART_OF_LABEL) &&
+		while (!kube_watchcache_synced(wc, cm, "default",
+					  KUBE_WATCHCACHE_PART_OF_LABEL) &&
 		       now_ms() < deadline)
 			pause_ms(20);
 	}
-	cr_assert_eq(watchcache_list(wc, cm, "default",
-				     WATCHCACHE_PART_OF_LABEL, &items, &err),
+	cr_assert_eq(kube_watchcache_list(wc, cm, "default",
+				     KUBE_WATCHCACHE_PART_OF_LABEL, &items, &err),
 		     0);
 	cr_assert_eq(json_array_size(items), 1);
 	cr_assert_str_eq(
@@ -491,34 +490,34 @@ Test(watchcache, a_large_list_is_stored_page_by_page, .init = setup)
 		apply_cm("default", name, "v", i % 2 ? "odd" : "even");
 	}
 	test_emu_reset_stats(&emu);
-	cr_assert_eq(watchcache_watch(wc, cm, NULL, WATCHCACHE_PART_OF_LABEL,
+	cr_assert_eq(kube_watchcache_watch(wc, cm, NULL, KUBE_WATCHCACHE_PART_OF_LABEL,
 				      &err),
 		     0, "%s", err_msg(&err));
 	{
 		long deadline = now_ms() + WAIT_MS;
 
-		while (!watchcache_synced(wc, cm, NULL,
-					  WATCHCACHE_PART_OF_LABEL) &&
+		while (!kube_watchcache_synced(wc, cm, NULL,
+					  KUBE_WATCHCACHE_PART_OF_LABEL) &&
 		       now_ms() < deadline)
 			pause_ms(20);
 	}
 	/* Three pages of at most 500: never one list of everything. */
 	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 200), 3);
-	cr_assert_eq(watchcache_list_part_of(wc, cm, NULL,
-					     WATCHCACHE_PART_OF_LABEL, "odd",
+	cr_assert_eq(kube_watchcache_list_part_of(wc, cm, NULL,
+					     KUBE_WATCHCACHE_PART_OF_LABEL, "odd",
 					     NULL, &items, &err),
 		     0, "%s", err_msg(&err));
 	cr_assert_eq(json_array_size(items), 550);
 	json_decref(items);
 	/* One namespace of a watch of every namespace. */
-	cr_assert_eq(watchcache_list_part_of(wc, cm, NULL,
-					     WATCHCACHE_PART_OF_LABEL, "even",
+	cr_assert_eq(kube_watchcache_list_part_of(wc, cm, NULL,
+					     KUBE_WATCHCACHE_PART_OF_LABEL, "even",
 					     "default", &items, &err),
 		     0);
 	cr_assert_eq(json_array_size(items), 550);
 	json_decref(items);
-	cr_assert_eq(watchcache_list_part_of(wc, cm, NULL,
-					     WATCHCACHE_PART_OF_LABEL, "even",
+	cr_assert_eq(kube_watchcache_list_part_of(wc, cm, NULL,
+					     KUBE_WATCHCACHE_PART_OF_LABEL, "even",
 					     "other", &items, &err),
 		     0);
 	cr_assert_eq(json_array_size(items), 0);
@@ -534,16 +533,16 @@ Test(watchcache, a_refused_list_stops_the_watch)
 
 	start_with(refuse_lists);
 	cm = find("ConfigMap");
-	cr_assert_eq(watchcache_watch(wc, cm, NULL, NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, NULL, NULL, &err), 0);
 	{
 		long deadline = now_ms() + WAIT_MS;
 
-		while (!watchcache_refused(wc, cm, NULL, NULL) &&
+		while (!kube_watchcache_refused(wc, cm, NULL, NULL) &&
 		       now_ms() < deadline)
 			pause_ms(20);
 	}
-	cr_assert(watchcache_refused(wc, cm, NULL, NULL));
-	cr_assert_not(watchcache_synced(wc, cm, NULL, NULL));
+	cr_assert(kube_watchcache_refused(wc, cm, NULL, NULL));
+	cr_assert_not(kube_watchcache_synced(wc, cm, NULL, NULL));
 	/* Not tried again: the owner watches narrower instead. */
 	pause_ms(1500);
 	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 403), 1);
@@ -563,16 +562,16 @@ Test(watchcache, a_refused_watch_does_not_count_for_all_synced)
 	start_with(refuse_lists);
 	cm = find("ConfigMap");
 	ns = find("Namespace");
-	cr_assert_eq(watchcache_watch(wc, ns, NULL, NULL, &err), 0);
-	cr_assert_eq(watchcache_watch(wc, cm, NULL, NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, ns, NULL, NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, cm, NULL, NULL, &err), 0);
 	deadline = now_ms() + WAIT_MS;
-	while (!(watchcache_refused(wc, cm, NULL, NULL) &&
-		 watchcache_synced(wc, ns, NULL, NULL)) &&
+	while (!(kube_watchcache_refused(wc, cm, NULL, NULL) &&
+		 kube_watchcache_synced(wc, ns, NULL, NULL)) &&
 	       now_ms() < deadline)
 		pause_ms(20);
-	cr_assert(watchcache_refused(wc, cm, NULL, NULL));
-	cr_assert(watchcache_synced(wc, ns, NULL, NULL));
-	cr_assert(watchcache_all_synced(wc),
+	cr_assert(kube_watchcache_refused(wc, cm, NULL, NULL));
+	cr_assert(kube_watchcache_synced(wc, ns, NULL, NULL));
+	cr_assert(kube_watchcache_all_synced(wc),
 		  "the refused watch holds back all_synced");
 }
 
@@ -585,7 +584,7 @@ static const char *cached_deploy_rv(const struct kube_resource *d,
 	size_t i;
 
 	rv[0] = '\0';
-	cr_assert_eq(watchcache_list(wc, d, "default", NULL, &items, &err), 0,
+	cr_assert_eq(kube_watchcache_list(wc, d, "default", NULL, &items, &err), 0,
 		     "%s", err_msg(&err));
 	json_array_foreach(items, i, obj)
 	{
@@ -639,7 +638,7 @@ Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
 			" s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
 			"apiVersion", "apps/v1", "kind", "Deployment",
 			"metadata", "name", "web", "namespace", "default",
-			"labels", WATCHCACHE_PART_OF_LABEL, "shop", "spec",
+			"labels", KUBE_WATCHCACHE_PART_OF_LABEL, "shop", "spec",
 			"replicas", 1, "selector", "matchLabels", "app", "web",
 			"template", "metadata", "labels", "app", "web", "spec",
 			"containers", "name", "web", "image", "nginx:1.27");
@@ -649,7 +648,7 @@ Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
 				NULL, &err),
 		     0, "%s", err_msg(&err));
 	json_decref(obj);
-	cr_assert_eq(watchcache_watch(wc, d, "default", NULL, &err), 0);
+	cr_assert_eq(kube_watchcache_watch(wc, d, "default", NULL, &err), 0);
 	wait_heard("shop", 1);
 
 	/* The status write reaches the cache... */

@@ -1,0 +1,371 @@
+/*
+ * An app against a cluster: its ApplySet inventory (parent Secret and
+ * `applyset.kubernetes.io/part-of` labels, kubernetes-api.md "Inventory
+ * labels"), reading its live objects, and one reconcile pass (ordered
+ * server-side apply, then prune of labelled orphans).
+ *
+ * The steps, as `syncd diff` and `syncd sync` run them:
+ *
+ *   app_init()             name, namespace, field manager; the ApplySet id
+ *   app_label()            the part-of label on every desired object
+ *   app_read_live()        the parent, one LIST per (type, namespace),
+ *                          one GET per desired object the LISTs missed;
+ *                          adds the desired parent object to `desired`
+ *   app_add_schemas()      CRD list types from desired and live CRDs
+ *   diff_compare()         the report
+ *   app_sync()             apply, wait for CRDs, prune, summary
+ */
+#ifndef APP_APP_H
+#define APP_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <stdint.h>
+
+#include "diff/diff.h"
+#include "renderers/render.h"
+#include "source/source.h"
+#include "kube/kube.h"
+#include "util/buf.h"
+#include "util/err.h"
+#include "util/strvec.h"
+
+#define APP_LABEL_PART_OF   "applyset.kubernetes.io/part-of"
+#define APP_LABEL_ID	    "applyset.kubernetes.io/id"
+#define APP_ANN_TOOLING	    "applyset.kubernetes.io/tooling"
+#define APP_ANN_GROUP_KINDS "applyset.kubernetes.io/contains-group-kinds"
+#define APP_ANN_NAMESPACES  "applyset.kubernetes.io/additional-namespaces"
+
+struct app_type;
+
+struct app {
+	struct kube_client *client;  /* borrowed */
+	struct kube_discovery *disc; /* borrowed */
+	char *name;		     /* app name (the parent's name) */
+	char *namespace;	     /* default namespace, the parent's */
+	char *field_manager;
+	char *id; /* applyset-<hash>-v1 */
+	/* Filled by app_read_live(): */
+	struct diff_objset live; /* labelled objects, GETs, the parent */
+	const struct kube_resource *secrets; /* the parent's resource */
+	struct app_type *types; /* resource types the app touches */
+	size_t ntypes;
+	unsigned requests; /* LIST and GET requests sent */
+	/*
+	 * Where the labelled objects of one (resource, namespace) come from
+	 * instead of a LIST (the controller's watch cache): 0 with *items a
+	 * new array of this app's objects (read-only, they may be shared),
+	 * or ERR_NOTFOUND when not cached, and the app lists the server.
+	 * `ns` is NULL for a cluster-scoped resource. NULL: always list.
+	 */
+	int (*list_hook)(void *ctx, const struct app *app,
+			 const struct kube_resource *res, const char *ns,
+			 json_t **items);
+	void *list_ctx;
+};
+
+/*
+ * Fill *app (caller storage; release with app_release(), also after a
+ * failure). `name` must be a valid object name (it names the parent
+ * Secret): ERR_USAGE otherwise.
+ */
+int app_init(struct app *app, struct kube_client *c, struct kube_discovery *d,
+	     const char *name, const char *ns, const char *field_manager,
+	     struct err *err);
+void app_release(struct app *app);
+
+/*
+ * Give every object of `desired` the part-of label (in place). An object
+ * that collides with the parent (Secret <namespace>/<name>) is
+ * ERR_INVALID.
+ */
+int app_label(struct app *app, struct diff_objset *desired, struct err *err);
+
+/*
+ * Read the parent, then one LIST per (resource type, namespace) filtered
+ * by the part-of label, then a GET for each desired object the LISTs did
+ * not return, into app->live; then add the desired parent (whose
+ * contains-group-kinds covers the desired and the live members) to
+ * `desired`. A desired object whose kind the server does not serve is
+ * left Missing when a desired CRD defines it, else ERR_NOTFOUND naming it
+ * (the others are still read; the error is returned at the end). A live
+ * Secret of the parent's name that is not this app's parent is
+ * ERR_EXISTS: syncd never takes over an object it did not make.
+ */
+int app_read_live(struct app *app, struct diff_objset *desired,
+		  struct err *err);
+
+/*
+ * Register the list types of the CRDs among the desired and live objects,
+ * and fetch the CRD of every other custom resource type the app uses.
+ */
+int app_add_schemas(struct app *app, struct diff_schemas *reg,
+		    const struct diff_objset *desired, struct err *err);
+
+/*
+ * `syncd diff --server-side`: dry-run apply of each desired object (the
+ * report's apply body when it has one, else the object itself), one
+ * request per object. *out gets the objects as the server would store
+ * them (objects whose type is not served yet are left out: the caller
+ * keeps their local report). A failed dry run is reported in `err` and
+ * the object left out; the others still run.
+ */
+int app_dry_run(struct app *app, const struct diff_report *report,
+		const struct diff_objset *desired, struct diff_objset *out,
+		struct err *err);
+
+struct app_sync_options {
+	bool prune;
+	bool dry_run;
+	const char *const *prune_allow; /* "Kind" or "Kind.group"; NULL-ended */
+	size_t prune_budget;		/* deletions per pass */
+	unsigned crd_wait_ms;		/* 0: 60 s */
+	/*
+	 * Called for each object an apply stored (not for dry runs) with
+	 * the server's answer; NULL: nobody is told.
+	 */
+	void (*applied)(void *ctx, const struct diff_key *key,
+			const json_t *stored);
+	/* An object that could not be written or pruned, and why. */
+	void (*failed)(void *ctx, const struct diff_key *key, const char *why);
+	/* An object pruned (not for dry runs): the live object deleted. */
+	void (*pruned)(void *ctx, const json_t *live);
+	void *applied_ctx; /* the context of the three callbacks */
+};
+
+/* What one write of a pass did, in the order the pass did it. */
+struct app_sync_entry {
+	char *object; /* diff_key_format() of the object; NULL for the app
+			 as a whole (a prune held back by its budget) */
+	char *result; /* "created", "configured", "pruned", "failed: WHY",
+			 ..., with " (dry run)" for a dry run */
+};
+
+struct app_sync_result {
+	size_t applied, unchanged, pruned, failed, kept;
+	struct app_sync_entry *entries; /* every object written or failed */
+	size_t nentries, aentries;
+	struct err failures; /* one line per failure: object and message */
+};
+
+#define APP_SYNC_RESULT_INIT                            \
+	{                                               \
+		0, 0, 0, 0, 0, NULL, 0, 0, ERR_INIT     \
+	}
+void app_sync_result_release(struct app_sync_result *res);
+
+/*
+ * One reconcile pass over `report` (diff_compare() of `desired` with
+ * app->live): the parent first, then CRDs (waiting until Established and
+ * served), Namespaces, other cluster-scoped objects, namespaced objects;
+ * only objects with an apply body are written. Then, with opts->prune,
+ * orphans are deleted (uid precondition) except protected kinds
+ * (Namespace, PersistentVolumeClaim, CustomResourceDefinition unless
+ * allowed), and nothing at all when more than prune_budget would go. A
+ * failed object is counted in `res` and the pass goes on. Returns 0 when
+ * the pass ran (check res->failed), <0 when it could not.
+ */
+int app_sync(struct app *app, const struct diff_report *report,
+	     const struct diff_objset *desired,
+	     const struct app_sync_options *opts, struct app_sync_result *res,
+	     struct err *err);
+
+/* A connection: config, client, discovery. */
+struct app_conn {
+	struct kube_config cfg;
+	struct kube_client *client;
+	struct kube_discovery *disc;
+};
+
+/*
+ * Load the kubeconfig (`kubeconfig`, `context` may be NULL) and make a
+ * client (`ko` may be NULL: defaults) and a discovery cache. Release with
+ * app_conn_close(), also after a failure.
+ */
+int app_conn_open(struct app_conn *conn, const char *kubeconfig,
+		  const char *context, const struct kube_client_options *ko,
+		  struct err *err);
+
+/*
+ * app_conn_open() with every kubeconfig option (the controller prefers
+ * the in-cluster config).
+ */
+int app_conn_open_with(struct app_conn *conn,
+		       const struct kube_config_options *co,
+		       const struct kube_client_options *ko, struct err *err);
+
+/*
+ * --qps and --burst into *ko: 1 when `name` was one of them, 0 when not,
+ * ERR_USAGE for a bad value.
+ */
+int app_client_option(struct kube_client_options *ko, const char *name,
+		      const char *arg, struct err *err);
+void app_conn_close(struct app_conn *conn);
+
+/*
+ * The app name from a path: the basename of `path` (resolved, so "."
+ * works), lower-cased, characters a name cannot hold as '-'. Caller
+ * frees; NULL when nothing is left.
+ */
+char *app_name_from_path(const char *path);
+
+/*
+ * The comparison both commands start with: default namespaces
+ * (app->namespace), the part-of label, app_read_live(),
+ * app_add_schemas(), diff_compare(). *reg and *report are the caller's
+ * (free with diff_schemas_free(), diff_report_free()), also after a
+ * failure. ERR_NOTFOUND alone means some desired kinds are not served
+ * (the rest of the report is there).
+ */
+int app_compare(struct app *app, struct diff_objset *desired,
+		const struct diff_options *dopts, struct diff_schemas **reg,
+		struct diff_report **report, const char *revision,
+		struct err *err);
+
+/*
+ * The app spec: everything that says what an app is, in one type. Where
+ * its files come from (a Git repository, or a local path), how they
+ * become objects (renderer, options, variables) and how it is kept (prune,
+ * self-heal, foreign fields, ignore rules). The config loader (one entry
+ * of `apps:` in syncd.yaml) and the command-line options of render, diff
+ * and sync fill the same type; docs/renderers.md has the one table of
+ * render options, flags and config keys.
+ *
+ * The settings are the libraries' own option types (`git`, `render`); the
+ * spec owns every string and list they point at. Set strings with
+ * app_spec_set(), lists with app_spec_add(), never by assignment.
+ */
+
+/* The render option lists a spec owns (see bind() in spec.c). */
+enum app_list {
+	APP_LIST_INCLUDE,	    /* render.dir.include */
+	APP_LIST_EXCLUDE,	    /* render.dir.exclude */
+	APP_LIST_HELM_VALUES,	    /* render.helm.values */
+	APP_LIST_HELM_SET,	    /* render.helm.set, "KEY=VALUE" */
+	APP_LIST_JSONNET_EXT_STR,   /* "NAME=VALUE" */
+	APP_LIST_JSONNET_EXT_CODE,  /* "NAME=CODE" */
+	APP_LIST_JSONNET_TLA_STR,
+	APP_LIST_JSONNET_TLA_CODE,
+	APP_LIST_JSONNET_JPATH,
+	APP_LIST_PLUGIN_ARGS,	    /* render.exec.args */
+	APP_LIST_PLUGIN_ENV,	    /* render.exec.env, "NAME=VALUE" */
+	APP_LIST_COUNT,
+};
+
+/* Substitution not chosen: strict when there are variables, else off. */
+#define APP_SUBST_DEFAULT (-1)
+
+struct app_ignore_lists {
+	struct strvec json_pointers;
+	struct strvec managers;
+};
+
+struct app_spec {
+	const char *name;      /* NULL: derived from the path (one-shot
+				  commands only) */
+	const char *namespace; /* default namespace of the objects; NULL:
+				  none */
+	/* Where the files come from; git.url NULL: a local path. */
+	struct source_git_options git;
+	uint64_t interval_ms;	/* how often the source is polled; 1m */
+	/* How they become objects. */
+	struct render_app_options render;
+	unsigned render_timeout_ms; /* one tool run; 0: the renderers'
+				       default (app_spec_set_render_timeout) */
+	struct strvec vars;	    /* "NAME=VALUE", a later one winning */
+	struct strvec vars_files;   /* read at each render, before vars */
+	int substitute;		    /* enum render_subst_mode, or
+				       APP_SUBST_DEFAULT */
+	/* How it is kept. */
+	bool prune;			  /* default false */
+	struct strvec prune_allow_kinds;  /* "Kind" or "Kind.group" */
+	unsigned prune_budget;		  /* deletions per pass; default 50 */
+	bool self_heal;			  /* default true */
+	enum diff_policy foreign_fields;  /* default respect */
+	struct diff_ignore_rule *ignore;  /* strings owned by the spec */
+	size_t nignore;
+	/* Where it was declared: the line in the file, and the app as
+	 * written (a reload compares it); 0 and NULL on the command line. */
+	unsigned line;
+	json_t *raw;
+	/* Storage behind the pointers above; the spec's own. */
+	struct strvec strings;
+	struct strvec lists[APP_LIST_COUNT];
+	struct app_ignore_lists *ignore_lists;
+};
+
+/* Every default; no allocation (app_spec_release() is still safe). */
+void app_spec_init(struct app_spec *s);
+
+/* Free what the spec owns; *s is app_spec_init() again. */
+void app_spec_release(struct app_spec *s);
+
+/*
+ * Set a string option: `field` points into `s` (&s->git.url,
+ * &s->render.helm.release, ...) and gets a copy of `value` (NULL clears
+ * it) that lives as long as the spec. 0 or ERR_NOMEM.
+ */
+int app_spec_set(struct app_spec *s, const char **field, const char *value);
+
+/* Append a copy of `value` to a list option. 0 or ERR_NOMEM. */
+int app_spec_add(struct app_spec *s, enum app_list which, const char *value);
+
+/* The list (NULL-terminated, NULL when empty) and its length. */
+const char *const *app_spec_list(const struct app_spec *s,
+				 enum app_list which);
+size_t app_spec_list_len(const struct app_spec *s, enum app_list which);
+
+/* The limit of one tool run (kustomize, helm, exec); 0: default. */
+void app_spec_set_render_timeout(struct app_spec *s, unsigned ms);
+
+/* Append a copy of an ignore rule. 0 or ERR_NOMEM. */
+int app_spec_add_ignore(struct app_spec *s, const struct diff_ignore_rule *r);
+
+/* Whether [s, s+n) is a variable name as Flux takes it ([_a-zA-Z][_a-zA-Z0-9]*). */
+bool app_var_name(const char *s, size_t n);
+
+/*
+ * Read a variables file: KEY=VALUE lines (blank lines and # comments
+ * skipped, one pair of surrounding quotes removed) or a YAML/JSON map of
+ * scalars. Appends "NAME=VALUE" strings to *out. Messages name `path`.
+ */
+int app_read_vars(struct strvec *out, const char *path, struct err *err);
+
+/*
+ * Render the app's files at `dir` (a directory, or a file) with its
+ * renderer (detected for auto), then substitute its variables (from its
+ * variables files, then its vars, later ones winning) when substitution
+ * is on. `revision` (commit id or NULL) and `path` (the app's path as
+ * given, for messages and origins; NULL: dir) are what the renderers may
+ * know. Objects are added to *out (on error *out holds what was rendered,
+ * for the caller to release); *used (may be NULL) gets the renderer used.
+ */
+int app_spec_render(const struct app_spec *s, const char *dir,
+		    const char *revision, const char *path,
+		    struct diff_objset *out, enum render_kind *used,
+		    struct err *err);
+
+/*
+ * The render cache: renders kept on disk under a source's cache
+ * directory `base`, in renders/<key>.json, where the key is a digest of
+ * the app's tree id and of every setting that decides what the render
+ * holds. The one-shot commands and the controller share it: a commit that
+ * does not touch the app's directory costs no render, also across
+ * restarts.
+ *
+ * app_render_cache_file() puts the file for (s, tree) in *out
+ * (ERR_NOTFOUND without a base or a tree). A render that may change
+ * without a commit (exec plugins, variables files) is never read back
+ * from an earlier process: app_spec_cacheable() is false. Reading fails (false, *out left empty)
+ * on any problem: a missing, partial, foreign or older file. Writing is
+ * best effort (false when it could not), through a temporary file
+ * renamed into place, so a reader never sees half a file.
+ */
+bool app_spec_cacheable(const struct app_spec *s);
+int app_render_cache_file(struct buf *out, const struct app_spec *s,
+			  const char *base, const char *tree);
+bool app_render_cache_read(const char *file, struct diff_objset *out);
+bool app_render_cache_write(const char *file, const struct diff_objset *set);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * The controller's internals, shared by controller.c (passes, watches,
+ * reloads) and controller_status.c (what the HTTP endpoint, metrics and
+ * events show of them). Not for other files.
+ */
+#ifndef CONTROLLER_INTERNAL_H
+#define CONTROLLER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "diff/diff.h"
+#include "app/app.h"
+#include "controller/controller.h"
+#include "kube/kube.h"
+#include "controller/fights.h"
+#include "source/source.h"
+#include "controller/queue.h"
+
+/* resourceVersions of our own writes remembered to ignore their echo. */
+#define ECHO_MAX 1024
+
+/*
+ * What the last pass of an app showed, for /api/v1/apps and metrics.
+ * Guarded by the app's st_lock: passes write it, HTTP threads read it.
+ */
+struct ctl_status {
+	bool ran;	     /* a pass ended */
+	const char *state;   /* "Unknown", "InSync", "Drifted", ... */
+	char revision[SOURCE_GIT_OID_HEXSZ + 1];
+	time_t last_sync;    /* end of the last pass */
+	bool last_ok;
+	char *error;	     /* the last pass's error, or NULL */
+	char *source_error;  /* the source's, while the last good is kept */
+	time_t drift_since;  /* 0: in sync */
+	struct diff_summary sum;
+	json_t *report;	     /* the last drift report, with firstSeen */
+	json_t *first_seen;  /* "<object>\t<path>" -> RFC 3339 */
+	/* Only the pass uses this: the foreign fields last reported by an
+	 * Event, per object ("<object>" -> note). */
+	json_t *foreign_notes;
+};
+
+/* One app's state between passes; only its own pass touches it. */
+struct ctl_app {
+	const struct app_spec *spec; /* the config's */
+	struct source_git *gs;
+	bool polled;			       /* a poll succeeded once */
+	char commit[SOURCE_GIT_OID_HEXSZ + 1]; /* last good commit */
+	char tree[SOURCE_GIT_OID_HEXSZ + 1];   /* last good tree */
+	char rendered[SOURCE_GIT_OID_HEXSZ + 1]; /* tree of `objects` */
+	char seen[SOURCE_GIT_OID_HEXSZ + 1];	 /* last commit polled */
+	unsigned source_failures; /* consecutive failed polls or renders */
+	uint64_t source_retry_ms; /* no poll before then (while stale) */
+	char *source_error;	  /* why the source last failed */
+	uint64_t polled_ms;	  /* when the source was last polled */
+	volatile bool force_poll; /* poll in the next pass (webhook) */
+	struct diff_objset objects; /* the last render, never modified,
+				       when it could not be kept on disk */
+	char *render_file;	    /* the last render on disk, or NULL */
+	bool failed;		  /* the last pass failed */
+	struct controller *ctl;
+	char *id;		/* the ApplySet id: the part-of label value */
+	struct fights *fights;	/* NULL: fight detection off */
+	uint64_t listed_ms;	/* when a pass last listed the server */
+	bool relist;		/* this pass lists the server */
+	/*
+	 * Objects this app wrote that the watch cache may not have caught
+	 * up with: "<key>" -> resourceVersion written. Cleared by a relist.
+	 */
+	json_t *written;
+	pthread_mutex_t st_lock;
+	struct ctl_status st;
+	const struct diff_report *cur_report; /* during a pass, for events */
+	const struct app *cur_app;	      /* during a pass, for events */
+	/*
+	 * During a pass's writes: what others changed in each object it
+	 * healed, "<object>" (diff_key_format) -> ctl_drift_note(), for its
+	 * "object written" line. Owned by the pass.
+	 */
+	json_t *drift_notes;
+};
+
+struct controller {
+	const struct config *cfg;
+	struct app_conn conn;
+	struct ctl_app **apps;
+	size_t napps;
+	struct queue *q;
+	struct kube_watchcache *wc; /* NULL: watch off */
+	/*
+	 * Guards `apps`, `q` (swapped by a reload while watch threads look
+	 * up apps) and the echo ring. Never held while calling a pass.
+	 */
+	pthread_mutex_t lock;
+	char echo[ECHO_MAX][24];
+	size_t echo_next;
+	struct metrics *metrics; /* borrowed; NULL: none */
+	struct kube_events *events;	 /* NULL: events off */
+	struct kube_leader *leader;	 /* NULL: no leader election */
+	struct kube_client *leader_client; /* the elector's */
+	volatile bool leading;	 /* this replica writes */
+	bool started;		 /* controller_start() ran */
+	volatile bool api_ok;	 /* the API server answered */
+};
+
+
+
+/* controller_status.c */
+int ctl_status_init(struct ctl_app *a);
+void ctl_status_release(struct ctl_app *a);
+void ctl_metrics_declare(struct metrics *m);
+/*
+ * The end of a pass: `report` (NULL when the pass failed before one),
+ * whether it acted on drift, its error (NULL: success) and duration.
+ */
+void ctl_status_pass(struct controller *c, struct ctl_app *a,
+		     const struct diff_report *report, bool healed,
+		     const char *error, const char *source_error,
+		     double seconds);
+/* An app left the controller: drop its series. */
+void ctl_metrics_forget(struct controller *c, const char *app);
+/*
+ * The differing fields of `r` that another manager changed, as "path
+ * (manager), ..." (at most three, then ", ...") appended to `out`: the
+ * foreign ones (owned by other controllers) or the others. Fields held
+ * in a fight and fields whose only owner is syncd itself (a new revision
+ * changed them, or syncd no longer declares them) are left out, so an
+ * empty note means nobody else changed the object.
+ */
+void ctl_drift_note(const struct diff_object_report *r, bool foreign,
+		    struct buf *out);
+/*
+ * Events about objects of the pass in flight (a->cur_report). An object
+ * applied over fields other managers changed gets a DriftCorrected
+ * Event naming them (and its note in a->drift_notes, when set); one
+ * whose only differences were syncd's own gets none.
+ */
+void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
+		       const json_t *stored);
+void ctl_event_failed(struct ctl_app *a, const struct diff_key *key,
+		      const char *why);
+void ctl_event_pruned(struct ctl_app *a, const json_t *live);
+void ctl_event_fight(struct ctl_app *a, const struct diff_key *key,
+		     const char *path, const char *other);
+void ctl_event_foreign(struct ctl_app *a, const struct diff_report *report);
+void ctl_count_git(struct controller *c, const char *op, bool ok);
+
+#endif

@@ -1,0 +1,680 @@
+/*
+ * What the controller shows of its apps: the status documents of the HTTP
+ * endpoint (docs/http-api.md), the metrics, and the Events about objects.
+ * Passes record their outcome here (ctl_status_pass()); HTTP threads read
+ * it under each app's st_lock.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller/controller.h"
+#include "controller/internal.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+#include "util/banned.h" /* last */
+
+static const double duration_buckets[] = {0.05, 0.1, 0.25, 0.5, 1,
+					  2.5,	5,   10,   30,	60};
+
+void ctl_metrics_declare(struct metrics *m)
+{
+	if (!m)
+		return;
+	metrics_declare(m, "syncd_app_info", METRICS_GAUGE,
+			"The source and revision of each app (always 1).",
+			NULL, 0);
+	metrics_declare(m, "syncd_app_objects", METRICS_GAUGE,
+			"Objects of each app by state in its last drift "
+			"report.",
+			NULL, 0);
+	metrics_declare(m, "syncd_app_drifted_fields", METRICS_GAUGE,
+			"Differing fields of each app in its last drift "
+			"report, by owner: self (syncd heals them) or foreign "
+			"(another controller owns them).",
+			NULL, 0);
+	metrics_declare(m, "syncd_app_drift_seconds", METRICS_GAUGE,
+			"How long each app has been out of sync (0 when in "
+			"sync).",
+			NULL, 0);
+	metrics_declare(m, "syncd_app_last_sync_timestamp_seconds",
+			METRICS_GAUGE,
+			"When the last pass of each app ended, by result.",
+			NULL, 0);
+	metrics_declare(m, "syncd_sync_total", METRICS_COUNTER,
+			"Passes of each app by result.", NULL, 0);
+	metrics_declare(m, "syncd_reconcile_duration_seconds",
+			METRICS_HISTOGRAM, "Duration of each pass.",
+			duration_buckets,
+			sizeof(duration_buckets) / sizeof(*duration_buckets));
+	metrics_declare(m, "syncd_field_fights_total", METRICS_COUNTER,
+			"Fields found fighting, by app and by the other "
+			"manager.",
+			NULL, 0);
+	metrics_declare(m, "syncd_git_requests_total", METRICS_COUNTER,
+			"Git source operations by result.", NULL, 0);
+	metrics_declare(m, "syncd_kube_requests_total", METRICS_COUNTER,
+			"Kubernetes API requests by verb and status code (0: "
+			"no response).",
+			NULL, 0);
+	metrics_declare(m, "syncd_leader", METRICS_GAUGE,
+			"1 when this replica writes (the leader, or no leader "
+			"election).",
+			NULL, 0);
+}
+
+int ctl_status_init(struct ctl_app *a)
+{
+	pthread_mutex_init(&a->st_lock, NULL);
+	a->st.state = "Unknown";
+	a->st.first_seen = json_object();
+	a->st.foreign_notes = json_object();
+	return a->st.first_seen && a->st.foreign_notes ? 0 : ERR_NOMEM;
+}
+
+void ctl_status_release(struct ctl_app *a)
+{
+	free(a->st.error);
+	free(a->st.source_error);
+	json_decref(a->st.report);
+	json_decref(a->st.first_seen);
+	json_decref(a->st.foreign_notes);
+	pthread_mutex_destroy(&a->st_lock);
+}
+
+/* "<group>/<kind>/<namespace>/<name>" of a report's JSON object. */
+static void json_object_key(const json_t *o, struct buf *out)
+{
+	buf_reset(out);
+	buf_addf(out, "%s/%s/%s/%s",
+		 json_string_value(json_object_get(o, "group")) ?: "",
+		 json_string_value(json_object_get(o, "kind")) ?: "",
+		 json_string_value(json_object_get(o, "namespace")) ?: "",
+		 json_string_value(json_object_get(o, "name")) ?: "");
+}
+
+/*
+ * Give each differing field of `rj` its firstSeen: kept from the last
+ * report while the field keeps differing, else now.
+ */
+static void stamp_first_seen(struct ctl_app *a, json_t *rj, time_t now)
+{
+	json_t *seen = json_object(), *o, *f;
+	struct buf key = BUF_INIT;
+	size_t i, j;
+	char t[32];
+
+	if (!seen)
+		return;
+	clk_rfc3339_format(now, t);
+	json_array_foreach(json_object_get(rj, "objects"), i, o)
+	{
+		json_array_foreach(json_object_get(o, "fields"), j, f)
+		{
+			const char *path =
+				json_string_value(json_object_get(f, "path"));
+			json_t *was;
+
+			json_object_key(o, &key);
+			buf_addf(&key, "\t%s", path ? path : "");
+			was = json_object_get(a->st.first_seen,
+					      buf_cstr(&key));
+			if (!was)
+				was = json_string(t);
+			else
+				json_incref(was);
+			json_object_set(f, "firstSeen", was);
+			json_object_set_new(seen, buf_cstr(&key), was);
+		}
+	}
+	buf_release(&key);
+	json_decref(a->st.first_seen);
+	a->st.first_seen = seen;
+}
+
+/*
+ * The report kept for the status API lists only the objects that are not
+ * in sync (the summary counts them all): an app of thousands of objects
+ * in sync would otherwise keep a large document for nothing.
+ */
+static void drop_in_sync(json_t *rj)
+{
+	json_t *objs = json_object_get(rj, "objects");
+
+	for (size_t i = 0; i < json_array_size(objs);) {
+		const char *st = json_string_value(
+			json_object_get(json_array_get(objs, i), "state"));
+
+		if (st && !strcmp(st, "InSync"))
+			json_array_remove(objs, i);
+		else
+			i++;
+	}
+}
+
+static void set_gauge(struct metrics *m, const char *name, const char *app,
+		      const char *lname, const char *lvalue, double v)
+{
+	const char *labels[] = {"app", app, lname, lvalue, NULL};
+
+	if (!lname)
+		labels[2] = NULL;
+	metrics_gauge_set(m, name, labels, v);
+}
+
+/* The gauges of one app from its status. Status lock held. */
+static void app_gauges(struct controller *c, struct ctl_app *a)
+{
+	struct metrics *m = c->metrics;
+	const struct diff_summary *s = &a->st.sum;
+	const char *name = a->spec->name;
+	const char *info[] = {"app",  name,	     "repo",
+			      a->spec->git.url,  "path",
+			      a->spec->git.subpath ? a->spec->git.subpath : "",
+			      "revision", a->st.revision, NULL};
+
+	if (!m)
+		return;
+	metrics_remove(m, "syncd_app_info", "app", name);
+	metrics_gauge_set(m, "syncd_app_info", info, 1);
+	set_gauge(m, "syncd_app_objects", name, "state", "InSync",
+		  (double)s->in_sync);
+	set_gauge(m, "syncd_app_objects", name, "state", "Drifted",
+		  (double)s->drifted);
+	set_gauge(m, "syncd_app_objects", name, "state", "Missing",
+		  (double)s->missing);
+	set_gauge(m, "syncd_app_objects", name, "state", "Orphan",
+		  (double)s->orphan);
+	set_gauge(m, "syncd_app_objects", name, "state", "Foreign",
+		  (double)s->foreign);
+	set_gauge(m, "syncd_app_objects", name, "state", "Fighting",
+		  (double)s->fighting);
+	set_gauge(m, "syncd_app_drifted_fields", name, "owner_kind", "self",
+		  (double)(s->fields - s->foreign_fields));
+	set_gauge(m, "syncd_app_drifted_fields", name, "owner_kind",
+		  "foreign", (double)s->foreign_fields);
+}
+
+void ctl_status_pass(struct controller *c, struct ctl_app *a,
+		     const struct diff_report *report, bool healed,
+		     const char *error, const char *source_error,
+		     double seconds)
+{
+	const char *name = a->spec->name;
+	const char *result = error ? "failure" : "success";
+	const char *labels[] = {"app", name, "result", result, NULL};
+	const char *app_only[] = {"app", name, NULL};
+	bool drift = report && diff_report_has_drift(report);
+	json_t *rj = report ? diff_report_to_json(report) : NULL;
+	time_t now = time(NULL);
+
+	pthread_mutex_lock(&a->st_lock);
+	a->st.ran = true;
+	a->st.last_sync = now;
+	a->st.last_ok = !error;
+	free(a->st.error);
+	a->st.error = error ? strdup(error) : NULL;
+	free(a->st.source_error);
+	a->st.source_error = source_error ? strdup(source_error) : NULL;
+	memcpy(a->st.revision, a->commit, sizeof(a->st.revision));
+	if (report) {
+		diff_report_summary(report, &a->st.sum);
+		drop_in_sync(rj);
+		stamp_first_seen(a, rj, now);
+		json_decref(a->st.report);
+		a->st.report = rj;
+		rj = NULL;
+	}
+	/*
+	 * The state after the pass: drift it healed is gone, drift it only
+	 * reported (selfHeal off, policy report) stays.
+	 */
+	if (error)
+		a->st.state = "Failed";
+	else if (drift && !healed)
+		a->st.state = "Drifted";
+	else if (a->st.sum.fighting)
+		a->st.state = "Fighting";
+	else
+		a->st.state = "InSync";
+	if (!strcmp(a->st.state, "InSync"))
+		a->st.drift_since = 0;
+	else if (!a->st.drift_since && (drift || a->st.sum.fighting))
+		a->st.drift_since = now;
+	if (c->metrics) {
+		app_gauges(c, a);
+		metrics_counter_add(c->metrics, "syncd_sync_total", labels, 1);
+		metrics_observe(c->metrics,
+				"syncd_reconcile_duration_seconds", app_only,
+				seconds);
+		metrics_gauge_set(c->metrics,
+				  "syncd_app_last_sync_timestamp_seconds",
+				  labels, (double)now);
+	}
+	pthread_mutex_unlock(&a->st_lock);
+	json_decref(rj);
+}
+
+void ctl_metrics_forget(struct controller *c, const char *app)
+{
+	if (c->metrics)
+		metrics_remove(c->metrics, NULL, "app", app);
+}
+
+void ctl_count_git(struct controller *c, const char *op, bool ok)
+{
+	const char *labels[] = {"op", op, "result", ok ? "success" : "failure",
+				NULL};
+
+	if (c->metrics)
+		metrics_counter_add(c->metrics, "syncd_git_requests_total",
+				    labels, 1);
+}
+
+/* --- documents ---------------------------------------------------- */
+
+/* The summary of one app (status lock held). */
+static json_t *summary_json(const struct ctl_app *a)
+{
+	const struct diff_summary *s = &a->st.sum;
+	char t[32];
+	json_t *o, *last = json_null(), *since = json_null();
+
+	if (a->st.ran) {
+		clk_rfc3339_format(a->st.last_sync, t);
+		last = json_pack("{s:s, s:s}", "time", t, "result",
+				 a->st.last_ok ? "success" : "failure");
+	}
+	if (a->st.drift_since) {
+		clk_rfc3339_format(a->st.drift_since, t);
+		since = json_string(t);
+	}
+	o = json_pack(
+		"{s:s, s:s, s:s?, s:s?, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
+		"s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:s?}",
+		"name", a->spec->name, "repo", a->spec->git.url, "path",
+		a->spec->git.subpath, "revision",
+		a->st.revision[0] ? a->st.revision : NULL, "state",
+		a->st.state, "summary", "objects", (json_int_t)s->objects,
+		"inSync", (json_int_t)s->in_sync, "drifted",
+		(json_int_t)s->drifted, "missing", (json_int_t)s->missing,
+		"orphan", (json_int_t)s->orphan, "foreign",
+		(json_int_t)s->foreign, "fighting", (json_int_t)s->fighting,
+		"fields", (json_int_t)s->fields, "foreignFields",
+		(json_int_t)s->foreign_fields, "fightingFields",
+		(json_int_t)s->fighting_fields, "ignoredFields",
+		(json_int_t)s->ignored_fields, "lastSync", last, "driftSince",
+		since, "error", a->st.error);
+	/* "s?" already wrote null for each absent value. */
+	if (o)
+		json_object_set_new(o, "sourceError",
+				    a->st.source_error
+					    ? json_string(a->st.source_error)
+					    : json_null());
+	return o;
+}
+
+json_t *controller_apps_json(struct controller *c)
+{
+	json_t *apps = json_array(), *doc;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; apps && i < c->napps; i++) {
+		struct ctl_app *a = c->apps[i];
+
+		pthread_mutex_lock(&a->st_lock);
+		json_array_append_new(apps, summary_json(a));
+		pthread_mutex_unlock(&a->st_lock);
+	}
+	doc = json_pack("{s:s, s:s, s:b, s:o}", "apiVersion", "syncd.dev/v1",
+			"kind", "AppList", "leader", c->leading, "apps",
+			apps ? apps : json_array());
+	pthread_mutex_unlock(&c->lock);
+	return doc;
+}
+
+json_t *controller_app_json(struct controller *c, const char *name)
+{
+	json_t *doc = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->napps && !doc; i++) {
+		struct ctl_app *a = c->apps[i];
+
+		if (strcmp(a->spec->name, name))
+			continue;
+		pthread_mutex_lock(&a->st_lock);
+		if ((doc = summary_json(a))) {
+			json_object_set_new(doc, "apiVersion",
+					    json_string("syncd.dev/v1"));
+			json_object_set_new(doc, "kind", json_string("App"));
+			json_object_set_new(doc, "leader",
+					    json_boolean(c->leading));
+			json_object_set(doc, "report",
+					a->st.report ? a->st.report
+						     : json_null());
+		}
+		pthread_mutex_unlock(&a->st_lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return doc;
+}
+
+int controller_sync_now(struct controller *c, const char *name)
+{
+	int error = ERR_NOTFOUND;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->napps; i++)
+		if (!strcmp(c->apps[i]->spec->name, name)) {
+			c->apps[i]->force_poll = true;
+			error = c->q ? queue_enqueue(c->q, name) : 0;
+		}
+	pthread_mutex_unlock(&c->lock);
+	return error;
+}
+
+/*
+ * A repository URL reduced to host and path, so that the clone, SSH and
+ * web URLs of one repository compare equal: no scheme, credentials, port
+ * of ssh://, trailing "/" or ".git"; the host lower-cased.
+ */
+void controller_repo_key(const char *url, struct buf *out)
+{
+	const char *p = strstr(url, "://"), *at, *slash;
+	size_t start, n;
+
+	buf_reset(out);
+	if (p) {
+		p += 3;
+	} else {
+		p = url; /* scp-like: git@host:path */
+	}
+	slash = strchr(p, '/');
+	at = strchr(p, '@');
+	if (at && (!slash || at < slash))
+		p = at + 1;
+	start = out->len;
+	for (; *p && *p != '/' && !(*p == ':' && !strstr(url, "://")); p++)
+		buf_addch(out, (char)tolower((unsigned char)*p));
+	/* Drop a port ("host:22"), keep the path. */
+	if (strstr(url, "://") && out->len > start) {
+		char *colon = memchr(out->ptr + start, ':', out->len - start);
+
+		if (colon)
+			buf_truncate(out, (size_t)(colon - out->ptr));
+	}
+	buf_addch(out, '/');
+	if (*p == ':' || *p == '/')
+		p++;
+	buf_adds(out, p);
+	n = out->len;
+	while (n && out->ptr[n - 1] == '/')
+		n--;
+	if (n >= 4 && !strncmp(out->ptr + n - 4, ".git", 4))
+		n -= 4;
+	while (n && out->ptr[n - 1] == '/')
+		n--;
+	buf_truncate(out, n);
+}
+
+int controller_push(struct controller *c, const char *const *urls,
+		    size_t nurls, const char *branch)
+{
+	struct buf want = BUF_INIT, have = BUF_INIT;
+	int n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->napps; i++) {
+		const struct source_git_options *s = &c->apps[i]->spec->git;
+		bool match = false;
+
+		if (s->revision && strcmp(s->revision, branch) &&
+		    !(!strncmp(s->revision, "refs/heads/", 11) &&
+		      !strcmp(s->revision + 11, branch)))
+			continue;
+		controller_repo_key(s->url, &have);
+		for (size_t j = 0; j < nurls && !match; j++) {
+			controller_repo_key(urls[j], &want);
+			match = !strcmp(buf_cstr(&want), buf_cstr(&have));
+		}
+		if (!match)
+			continue;
+		c->apps[i]->force_poll = true;
+		if (!c->q || !queue_enqueue(c->q, c->apps[i]->spec->name))
+			n++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	buf_release(&want);
+	buf_release(&have);
+	return n;
+}
+
+bool controller_ready(struct controller *c, struct buf *why)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&c->lock);
+	if (!c->started) {
+		buf_adds(why, "not started");
+		ok = false;
+	} else if (!c->api_ok) {
+		buf_adds(why, "the API server has not answered yet");
+		ok = false;
+	} else if (c->leading && c->wc && !kube_watchcache_all_synced(c->wc)) {
+		buf_adds(why, "watch caches not synced yet");
+		ok = false;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+/* --- events ------------------------------------------------------- */
+
+/* A reference to a report object for an Event (new reference). */
+static json_t *regarding(struct ctl_app *a, const struct diff_key *key)
+{
+	const struct diff_object_report *r = NULL;
+	const struct diff_object *live = NULL;
+	json_t *o;
+
+	for (size_t i = 0; a->cur_report && i < a->cur_report->len && !r;
+	     i++)
+		if (diff_key_equal(&a->cur_report->objects[i].key, key))
+			r = &a->cur_report->objects[i];
+	if (a->cur_app)
+		live = diff_objset_get(&a->cur_app->live, key);
+	o = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion",
+		      r && r->api_version ? r->api_version : "v1", "kind",
+		      key->kind, "metadata", "name", key->name);
+	if (!o)
+		return NULL;
+	if (*key->ns)
+		json_object_set_new(json_object_get(o, "metadata"),
+				    "namespace", json_string(key->ns));
+	if (live)
+		json_object_set(json_object_get(o, "metadata"), "uid",
+				json_object_get(json_object_get(live->json,
+								"metadata"),
+						"uid"));
+	return o;
+}
+
+/* The first owner of `f` that is not syncd itself, or NULL. */
+static const struct diff_owner *other_owner(const struct diff_field *f)
+{
+	for (size_t i = 0; i < f->nowners; i++)
+		if (f->owners[i].actor != DIFF_ACTOR_SELF)
+			return &f->owners[i];
+	return NULL;
+}
+
+void ctl_drift_note(const struct diff_object_report *r, bool foreign,
+		    struct buf *out)
+{
+	unsigned shown = 0;
+
+	for (size_t i = 0; i < r->nfields; i++) {
+		const struct diff_field *f = &r->fields[i];
+		const struct diff_owner *o = other_owner(f);
+
+		if (f->foreign != foreign || f->fight || !o)
+			continue;
+		if (shown == 3) {
+			buf_adds(out, ", ...");
+			break;
+		}
+		buf_addf(out, "%s%s (%s)", shown ? ", " : "", f->path,
+			 o->manager);
+		shown++;
+	}
+}
+
+void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
+		       const json_t *stored)
+{
+	const struct diff_object_report *r = NULL;
+	struct buf note = BUF_INIT, name = BUF_INIT;
+
+	if (!a->cur_report)
+		return;
+	for (size_t i = 0; i < a->cur_report->len && !r; i++)
+		if (diff_key_equal(&a->cur_report->objects[i].key, key))
+			r = &a->cur_report->objects[i];
+	if (!r || (r->state != DIFF_DRIFTED && r->state != DIFF_FOREIGN))
+		return; /* created or adopted: the log says it */
+	ctl_drift_note(r, r->state == DIFF_FOREIGN, &note);
+	/* Only syncd's own fields differed: a new revision, not drift. */
+	if (!note.len)
+		goto out;
+	if (a->drift_notes) {
+		diff_key_format(key, &name);
+		json_object_set_new(a->drift_notes, buf_cstr(&name),
+				    json_string(buf_cstr(&note)));
+	}
+	if (a->ctl->events) {
+		buf_reset(&name);
+		buf_addf(&name, "drift corrected at revision %.12s: %s",
+			 a->commit, buf_cstr(&note));
+		kube_events_emit(a->ctl->events, stored, "Normal", "DriftCorrected",
+			    "Sync", buf_cstr(&name));
+	}
+out:
+	buf_release(&name);
+	buf_release(&note);
+}
+
+void ctl_event_failed(struct ctl_app *a, const struct diff_key *key,
+		      const char *why)
+{
+	json_t *o;
+
+	if (!a->ctl->events || !(o = regarding(a, key)))
+		return;
+	kube_events_emit(a->ctl->events, o, "Warning", "SyncFailed", "Sync", why);
+	json_decref(o);
+}
+
+void ctl_event_pruned(struct ctl_app *a, const json_t *live)
+{
+	char note[128];
+
+	if (!a->ctl->events)
+		return;
+	snprintf(note, sizeof(note),
+		 "pruned: no longer in the source of app %s", a->spec->name);
+	kube_events_emit(a->ctl->events, live, "Normal", "Pruned", "Prune", note);
+}
+
+void ctl_event_fight(struct ctl_app *a, const struct diff_key *key,
+		     const char *path, const char *other)
+{
+	struct buf note = BUF_INIT;
+	json_t *o;
+
+	if (a->ctl->metrics) {
+		const char *labels[] = {"app", a->spec->name, "manager", other,
+					NULL};
+
+		metrics_counter_add(a->ctl->metrics,
+				    "syncd_field_fights_total", labels, 1);
+	}
+	if (!a->ctl->events || !(o = regarding(a, key)))
+		return;
+	buf_addf(&note,
+		 "%s is changed back by %s each time %s writes it: no longer "
+		 "written until the fight ends",
+		 path, other, a->ctl->cfg->field_manager);
+	kube_events_emit(a->ctl->events, o, "Warning", "FieldFight", "Sync",
+		    buf_cstr(&note));
+	json_decref(o);
+	buf_release(&note);
+}
+
+void ctl_event_foreign(struct ctl_app *a, const struct diff_report *report)
+{
+	struct buf key = BUF_INIT, note = BUF_INIT;
+	json_t *notes = json_object();
+
+	if (!a->ctl->events || !notes) {
+		json_decref(notes);
+		return;
+	}
+	for (size_t i = 0; i < report->len; i++) {
+		const struct diff_object_report *r = &report->objects[i];
+		const char *was;
+		json_t *o;
+
+		buf_reset(&note);
+		ctl_drift_note(r, true, &note);
+		if (!note.len)
+			continue;
+		buf_reset(&key);
+		diff_key_format(&r->key, &key);
+		json_object_set_new(notes, buf_cstr(&key),
+				    json_string(buf_cstr(&note)));
+		/* Only when the foreign fields of the object changed. */
+		was = json_string_value(
+			json_object_get(a->st.foreign_notes, buf_cstr(&key)));
+		if (was && !strcmp(was, buf_cstr(&note)))
+			continue;
+		if (!(o = regarding(a, &r->key)))
+			continue;
+		buf_reset(&key);
+		buf_addf(&key, "fields owned by other controllers left alone: %s",
+			 buf_cstr(&note));
+		kube_events_emit(a->ctl->events, o, "Normal", "ForeignFields",
+			    "Sync", buf_cstr(&key));
+		json_decref(o);
+	}
+	json_decref(a->st.foreign_notes);
+	a->st.foreign_notes = notes;
+	buf_release(&key);
+	buf_release(&note);
+}
+
+void controller_collect(struct controller *c)
+{
+	time_t now = time(NULL);
+
+	if (!c || !c->metrics)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->napps; i++) {
+		struct ctl_app *a = c->apps[i];
+		const char *labels[] = {"app", a->spec->name, NULL};
+		double v;
+
+		pthread_mutex_lock(&a->st_lock);
+		v = a->st.drift_since && now > a->st.drift_since
+			    ? (double)(now - a->st.drift_since)
+			    : 0;
+		pthread_mutex_unlock(&a->st_lock);
+		metrics_gauge_set(c->metrics, "syncd_app_drift_seconds",
+				  labels, v);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
