@@ -1,7 +1,10 @@
 # syncd: one non-recursive Makefile.
 #
 #   make            build build/syncd (and build/kube-emu, the test API server)
-#   make test       build and run every test (unit, data-driven, integration)
+#   make test       build and run every test (unit, data-driven, integration,
+#                   and the real tier when Go is installed)
+#   make check-deps check that each room includes only what it may
+#   make fuzz       build the libFuzzer targets (clang) and run each briefly
 #   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind   the tests under valgrind memcheck (syncd runs included)
 #   make deps       install the Debian packages (as root), else print the command
@@ -9,7 +12,8 @@
 #                   and helm from their Go modules (tests/k8s) into build/k8s
 #   make cluster    start the real control plane on loopback until Ctrl-C
 #   make bench      run the benchmarks in bench/ (compares with peers)
-#   make demo       render the example app and diff it against saved live objects
+#   make demo       syncd run keeping examples/guestbook converged on kube-emu,
+#                   narrated step by step
 #   make format     clang-format the tree
 #
 # SANITIZE=address,undefined builds everything with those sanitizers into
@@ -244,10 +248,12 @@ check:
 # as a seed when it is fixed.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 30
+# Not needed to build syncd (so not in DEB_PACKAGES or the image).
+FUZZ_DEB_PACKAGES := clang libclang-rt-14-dev
 
 fuzz:
 	@command -v clang >/dev/null || { echo "make fuzz needs clang and \
-libclang-rt-14-dev (apt-get install clang libclang-rt-14-dev)"; exit 2; }
+its libFuzzer runtime (apt-get install $(FUZZ_DEB_PACKAGES))"; exit 2; }
 	@$(MAKE) --no-print-directory CC=clang FUZZ=1 SANITIZE=address,undefined \
 		$(foreach t,$(FUZZ_TARGETS),build-fuzz/fuzz/$(t))
 	@for t in $(FUZZ_TARGETS); do \
@@ -326,6 +332,6 @@ clean:
 	rm -rf build build-san build-fuzz
 
 help:
-	@sed -n '3,13s/^# \{0,1\}//p' Makefile
+	@sed -n '3,17s/^# \{0,1\}//p' Makefile
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -369,7 +369,10 @@ packages() {
 build_pkgs=$(packages 1)
 runtime_pkgs=$(packages 2)
 absent=
-for p in $(grep -o '[a-z0-9][a-z0-9.+-]*-dev\b' Makefile | sort -u) \
+# The -dev packages of the Makefile's build (PKGS and DEB_PACKAGES, with
+# their continuation lines; make fuzz's own packages are not the build's).
+build_vars=$(awk '/^(PKGS|DEB_PACKAGES) :=/ {on=1} on {print} on && !/\\$/ {on=0}' Makefile)
+for p in $(grep -o '[a-z0-9][a-z0-9.+-]*-dev\b' <<<"$build_vars" | sort -u) \
 	build-essential pkg-config; do
 	grep -qx "$p" <<<"$build_pkgs" || absent="$absent $p"
 done
