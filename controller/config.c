@@ -14,6 +14,7 @@
 
 #include "controller/controller.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/file.h"
 
 #include "util/banned.h" /* last */
@@ -334,53 +335,6 @@ static void get_qps(struct walk *w, const json_t *obj, const char *key,
 	pop(w, m);
 }
 
-int config_parse_duration(const char *s, uint64_t *ms)
-{
-	uint64_t total = 0;
-
-	if (!s || !*s)
-		return ERR_INVALID;
-	if (!strcmp(s, "0")) {
-		*ms = 0;
-		return 0;
-	}
-	while (*s) {
-		uint64_t n = 0, unit;
-		const char *start = s;
-
-		while (isdigit((unsigned char)*s)) {
-			if (n > UINT64_MAX / 10 - 10)
-				return ERR_INVALID;
-			n = n * 10 + (uint64_t)(*s++ - '0');
-		}
-		if (s == start)
-			return ERR_INVALID;
-		if (!strncmp(s, "ms", 2)) {
-			unit = 1;
-			s += 2;
-		} else if (*s == 's') {
-			unit = 1000;
-			s++;
-		} else if (*s == 'm') {
-			unit = 60 * 1000;
-			s++;
-		} else if (*s == 'h') {
-			unit = 3600 * 1000;
-			s++;
-		} else {
-			return ERR_INVALID;
-		}
-		/* A year is far more than any period here needs. */
-		if (n > 366ull * 24 * 3600 * 1000 / unit)
-			return ERR_INVALID;
-		total += n * unit;
-		if (total > 366ull * 24 * 3600 * 1000)
-			return ERR_INVALID;
-	}
-	*ms = total;
-	return 0;
-}
-
 static void get_duration(struct walk *w, const json_t *obj, const char *key,
 			 uint64_t *dst, uint64_t min_ms)
 {
@@ -393,7 +347,7 @@ static void get_duration(struct walk *w, const json_t *obj, const char *key,
 	m = push_key(w, key);
 	if (!json_is_string(v))
 		wrong_type(w, "a duration such as \"30s\"", v);
-	else if (config_parse_duration(json_string_value(v), &ms) < 0)
+	else if (clk_parse_duration(json_string_value(v), 0, &ms) < 0)
 		problem(w, "invalid duration \"%s\" (want e.g. 30s, 3m, 1h)",
 			json_string_value(v));
 	else if (ms < min_ms)

@@ -102,11 +102,6 @@ int config_load(struct config **out, const char *path, struct err *err);
 
 void config_free(struct config *cfg);
 
-/*
- * Parse a duration such as "30s", "3m", "1h30m" or "250ms" into
- * milliseconds. 0 on success; ERR_INVALID otherwise (no message).
- */
-int config_parse_duration(const char *s, uint64_t *ms);
 
 /*
  * metrics: a small Prometheus registry (text exposition format 0.0.4, as

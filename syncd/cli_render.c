@@ -13,7 +13,7 @@
 
 #include "renderers/render.h"
 #include "syncd/cli_render.h"
-#include "util/file.h"
+#include "util/clock.h"
 
 #include "util/banned.h" /* last */
 
@@ -156,27 +156,16 @@ static int need_pair(const char *flag, const char *arg, struct err *err)
 /* "90" (seconds), "90s", "2m", "500ms" into milliseconds. */
 static int parse_duration(unsigned *ms, const char *arg, struct err *err)
 {
-	char *end;
-	unsigned long long v, mul = 1000;
+	uint64_t v;
 
-	if (!isdigit((unsigned char)arg[0]))
-		goto bad;
-	v = strtoull(arg, &end, 10);
-	if (!strcmp(end, "ms"))
-		mul = 1;
-	else if (!strcmp(end, "m"))
-		mul = 60000;
-	else if (*end && strcmp(end, "s"))
-		goto bad;
-	if (!v || v > UINT_MAX / mul)
-		goto bad;
-	*ms = (unsigned)(v * mul);
+	if (clk_parse_duration(arg, CLK_DURATION_BARE_SECONDS, &v) < 0 ||
+	    !v || v > UINT_MAX)
+		return err_set(err, ERR_USAGE,
+			       "--render-timeout \"%s\": want a positive "
+			       "duration such as 90, 90s, 2m or 500ms",
+			       arg);
+	*ms = (unsigned)v;
 	return 0;
-bad:
-	return err_set(err, ERR_USAGE,
-		       "--render-timeout \"%s\": want a positive duration "
-		       "such as 90, 90s, 2m or 500ms",
-		       arg);
 }
 
 int cli_render_option(struct app_spec *s, int val, const char *arg,

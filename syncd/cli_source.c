@@ -9,6 +9,7 @@
 
 #include "syncd/cli_source.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include "util/banned.h" /* last */
@@ -97,35 +98,16 @@ const char cli_source_usage[] =
  */
 static int parse_duration(const char *s, unsigned *ms, struct err *err)
 {
-	unsigned long long n = 0, unit = 1000;
-	const char *p = s;
+	uint64_t v;
 
-	if (*p < '0' || *p > '9')
-		goto bad;
-	while (*p >= '0' && *p <= '9') {
-		n = n * 10 + (unsigned)(*p++ - '0');
-		if (n > MAX_TIMEOUT_MS)
-			goto bad;
-	}
-	if (!strcmp(p, "ms"))
-		unit = 1;
-	else if (!strcmp(p, "s") || !*p)
-		unit = 1000;
-	else if (!strcmp(p, "m"))
-		unit = 60 * 1000;
-	else if (!strcmp(p, "h"))
-		unit = 3600 * 1000;
-	else
-		goto bad;
-	if (!n || n * unit > MAX_TIMEOUT_MS)
-		goto bad;
-	*ms = (unsigned)(n * unit);
-	return 0;
-bad:
-	return err_set(err, ERR_USAGE,
+	if (clk_parse_duration(s, CLK_DURATION_BARE_SECONDS, &v) < 0 || !v ||
+	    v > MAX_TIMEOUT_MS)
+		return err_set(err, ERR_USAGE,
 		       "--fetch-timeout: bad duration \"%s\" (want e.g. 30s, "
 		       "500ms, 2m; at most 1h)",
 		       s);
+	*ms = (unsigned)v;
+	return 0;
 }
 
 static int take(struct cli_source *s, const char **field, const char *name,

@@ -88,3 +88,62 @@ void clk_rfc3339_format(time_t t, char out[CLK_RFC3339_SIZE])
 	gmtime_r(&t, &tm);
 	strftime(out, CLK_RFC3339_SIZE, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+int clk_parse_duration(const char *s, unsigned flags, uint64_t *ms)
+{
+	uint64_t total = 0;
+
+	if (!s || !*s)
+		return ERR_INVALID;
+	if (!strcmp(s, "0")) {
+		*ms = 0;
+		return 0;
+	}
+	/* A bare number of seconds, when allowed. */
+	if ((flags & CLK_DURATION_BARE_SECONDS) && s[strspn(s, "0123456789")] == '\0') {
+		uint64_t n = 0;
+
+		for (; *s; s++) {
+			n = n * 10 + (uint64_t)(*s - '0');
+			if (n > CLK_DURATION_MAX_MS / 1000)
+				return ERR_INVALID;
+		}
+		*ms = n * 1000;
+		return 0;
+	}
+	while (*s) {
+		uint64_t n = 0, unit;
+		const char *start = s;
+
+		while (*s >= '0' && *s <= '9') {
+			if (n > UINT64_MAX / 10 - 10)
+				return ERR_INVALID;
+			n = n * 10 + (uint64_t)(*s++ - '0');
+		}
+		if (s == start)
+			return ERR_INVALID;
+		if (!strncmp(s, "ms", 2)) {
+			unit = 1;
+			s += 2;
+		} else if (*s == 's') {
+			unit = 1000;
+			s++;
+		} else if (*s == 'm') {
+			unit = 60 * 1000;
+			s++;
+		} else if (*s == 'h') {
+			unit = 3600 * 1000;
+			s++;
+		} else {
+			return ERR_INVALID;
+		}
+		/* A year is far more than any period here needs. */
+		if (n > CLK_DURATION_MAX_MS / unit)
+			return ERR_INVALID;
+		total += n * unit;
+		if (total > CLK_DURATION_MAX_MS)
+			return ERR_INVALID;
+	}
+	*ms = total;
+	return 0;
+}

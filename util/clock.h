@@ -31,4 +31,19 @@ int clk_rfc3339_parse(const char *s, time_t *out);
 /* `t` in UTC as "2026-11-29T10:05:00Z" (whole seconds, as metav1.Time). */
 void clk_rfc3339_format(time_t t, char out[CLK_RFC3339_SIZE]);
 
+/* Longest duration clk_parse_duration() takes: a year. */
+#define CLK_DURATION_MAX_MS (366ull * 24 * 3600 * 1000)
+
+/* clk_parse_duration(): a bare number is seconds ("90" = 90s). */
+#define CLK_DURATION_BARE_SECONDS 1u
+
+/*
+ * Parse a duration as Go writes them, "30s", "3m", "1h30m" or "250ms"
+ * (units ms, s, m, h, summed), or "0", into milliseconds, at most
+ * CLK_DURATION_MAX_MS. With CLK_DURATION_BARE_SECONDS a number alone
+ * is seconds. 0, or ERR_INVALID (no message: the caller names the key
+ * or flag).
+ */
+int clk_parse_duration(const char *s, unsigned flags, uint64_t *ms);
+
 #endif

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "controller/controller.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 #define CASES "tests/cases/config/"
@@ -390,29 +391,35 @@ Test(config, unreadable_and_malformed)
 	free(msg);
 }
 
+/* The config file takes Go durations without bare numbers. */
+static int config_duration(const char *s, uint64_t *ms)
+{
+	return clk_parse_duration(s, 0, ms);
+}
+
 Test(config, durations)
 {
 	uint64_t ms = 7;
 
-	cr_assert_eq(config_parse_duration("30s", &ms), 0);
+	cr_assert_eq(config_duration("30s", &ms), 0);
 	cr_assert_eq(ms, 30000);
-	cr_assert_eq(config_parse_duration("3m", &ms), 0);
+	cr_assert_eq(config_duration("3m", &ms), 0);
 	cr_assert_eq(ms, 180000);
-	cr_assert_eq(config_parse_duration("1h30m", &ms), 0);
+	cr_assert_eq(config_duration("1h30m", &ms), 0);
 	cr_assert_eq(ms, 5400000);
-	cr_assert_eq(config_parse_duration("250ms", &ms), 0);
+	cr_assert_eq(config_duration("250ms", &ms), 0);
 	cr_assert_eq(ms, 250);
-	cr_assert_eq(config_parse_duration("0", &ms), 0);
+	cr_assert_eq(config_duration("0", &ms), 0);
 	cr_assert_eq(ms, 0);
 	ms = 7;
-	cr_assert_eq(config_parse_duration("", &ms), ERR_INVALID);
-	cr_assert_eq(config_parse_duration("10", &ms), ERR_INVALID);
-	cr_assert_eq(config_parse_duration("m", &ms), ERR_INVALID);
-	cr_assert_eq(config_parse_duration("1d", &ms), ERR_INVALID);
-	cr_assert_eq(config_parse_duration("-1s", &ms), ERR_INVALID);
-	cr_assert_eq(config_parse_duration("99999999999999999999h", &ms),
+	cr_assert_eq(config_duration("", &ms), ERR_INVALID);
+	cr_assert_eq(config_duration("10", &ms), ERR_INVALID);
+	cr_assert_eq(config_duration("m", &ms), ERR_INVALID);
+	cr_assert_eq(config_duration("1d", &ms), ERR_INVALID);
+	cr_assert_eq(config_duration("-1s", &ms), ERR_INVALID);
+	cr_assert_eq(config_duration("99999999999999999999h", &ms),
 		     ERR_INVALID);
-	cr_assert_eq(config_parse_duration("9000h", &ms), ERR_INVALID);
+	cr_assert_eq(config_duration("9000h", &ms), ERR_INVALID);
 	cr_assert_eq(ms, 7);
 }
 

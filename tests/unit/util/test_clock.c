@@ -56,3 +56,28 @@ Test(clock, monotonic_and_deadlines)
 	capped = clk_mono_after_ms(UINT64_MAX);
 	cr_assert_leq(capped.tv_sec, now.tv_sec + 24 * 3600 + 1);
 }
+
+Test(clock, durations_as_go_writes_them)
+{
+	uint64_t ms = 1;
+
+	cr_assert_eq(clk_parse_duration("1h30m", 0, &ms), 0);
+	cr_assert_eq(ms, 90 * 60 * 1000);
+	cr_assert_eq(clk_parse_duration("2m500ms", 0, &ms), 0);
+	cr_assert_eq(ms, 120500);
+	cr_assert_eq(clk_parse_duration("0", 0, &ms), 0);
+	cr_assert_eq(ms, 0);
+	/* A bare number is seconds only when the caller says so. */
+	cr_assert_eq(clk_parse_duration("90", 0, &ms), ERR_INVALID);
+	cr_assert_eq(clk_parse_duration("90", CLK_DURATION_BARE_SECONDS, &ms), 0);
+	cr_assert_eq(ms, 90000);
+	cr_assert_eq(clk_parse_duration("90x", CLK_DURATION_BARE_SECONDS, &ms),
+		     ERR_INVALID);
+	cr_assert_eq(clk_parse_duration("", CLK_DURATION_BARE_SECONDS, &ms),
+		     ERR_INVALID);
+	/* Longer than a year, bare or not, is refused. */
+	cr_assert_eq(clk_parse_duration("9000h", 0, &ms), ERR_INVALID);
+	cr_assert_eq(clk_parse_duration("99999999999",
+					 CLK_DURATION_BARE_SECONDS, &ms),
+		     ERR_INVALID);
+}
