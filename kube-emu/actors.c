@@ -19,7 +19,6 @@
  * with its lock held, and those take a->lock. The rollout thread
  * therefore never holds a->lock while it calls the store.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,24 +347,12 @@ out:
 /* Milliseconds of "500ms", "2s", "1m", "1h" or "500"; -1 if malformed. */
 static long long parse_duration(const char *s)
 {
-	char *end;
-	long long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (end == s || errno || v < 0)
+	if (clk_parse_duration(s, CLK_DURATION_BARE_MS, &v) < 0 ||
+	    v > MAX_DELAY_MS)
 		return -1;
-	if (v > MAX_DELAY_MS)
-		return -1;
-	if (!strcmp(end, "s"))
-		v *= 1000;
-	else if (!strcmp(end, "m"))
-		v *= 60000;
-	else if (!strcmp(end, "h"))
-		v *= 3600000;
-	else if (*end && strcmp(end, "ms"))
-		return -1;
-	return v > MAX_DELAY_MS ? -1 : v;
+	return (long long)v;
 }
 
 /*

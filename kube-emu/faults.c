@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "kube-emu/emu.h"
+#include "util/clock.h"
 
 #include "util/banned.h" /* last */
 
@@ -142,26 +143,13 @@ static uint64_t prng_next(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-/* "200ms", "2s", "1m" or a bare number of milliseconds. */
+/* "200ms", "2s", "1m" or a bare number of milliseconds; at most an hour. */
 static int parse_duration(const char *s, unsigned *ms)
 {
-	unsigned long v;
-	char *end;
+	uint64_t v;
 
-	if (!*s || *s == '-')
-		return -1;
-	v = strtoul(s, &end, 10);
-	if (end == s)
-		return -1;
-	if (!strcmp(end, "ms") || !*end)
-		;
-	else if (!strcmp(end, "s"))
-		v *= 1000;
-	else if (!strcmp(end, "m"))
-		v *= 60000;
-	else
-		return -1;
-	if (v > 3600ul * 1000)
+	if (clk_parse_duration(s, CLK_DURATION_BARE_MS, &v) < 0 ||
+	    v > 3600ul * 1000)
 		return -1;
 	*ms = (unsigned)v;
 	return 0;

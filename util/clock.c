@@ -99,16 +99,18 @@ int clk_parse_duration(const char *s, unsigned flags, uint64_t *ms)
 		*ms = 0;
 		return 0;
 	}
-	/* A bare number of seconds, when allowed. */
-	if ((flags & CLK_DURATION_BARE_SECONDS) && s[strspn(s, "0123456789")] == '\0') {
-		uint64_t n = 0;
+	/* A bare number of seconds or milliseconds, when allowed. */
+	if ((flags & (CLK_DURATION_BARE_SECONDS | CLK_DURATION_BARE_MS)) &&
+	    s[strspn(s, "0123456789")] == '\0') {
+		uint64_t n = 0,
+			 unit = flags & CLK_DURATION_BARE_SECONDS ? 1000 : 1;
 
 		for (; *s; s++) {
 			n = n * 10 + (uint64_t)(*s - '0');
-			if (n > CLK_DURATION_MAX_MS / 1000)
+			if (n > CLK_DURATION_MAX_MS / unit)
 				return ERR_INVALID;
 		}
-		*ms = n * 1000;
+		*ms = n * unit;
 		return 0;
 	}
 	while (*s) {

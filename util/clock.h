@@ -34,14 +34,16 @@ void clk_rfc3339_format(time_t t, char out[CLK_RFC3339_SIZE]);
 /* Longest duration clk_parse_duration() takes: a year. */
 #define CLK_DURATION_MAX_MS (366ull * 24 * 3600 * 1000)
 
-/* clk_parse_duration(): a bare number is seconds ("90" = 90s). */
+/* clk_parse_duration(): a bare number is seconds ("90" = 90s), or
+ * milliseconds ("500" = 500ms). */
 #define CLK_DURATION_BARE_SECONDS 1u
+#define CLK_DURATION_BARE_MS 2u
 
 /*
  * Parse a duration as Go writes them, "30s", "3m", "1h30m" or "250ms"
  * (units ms, s, m, h, summed), or "0", into milliseconds, at most
  * CLK_DURATION_MAX_MS. With CLK_DURATION_BARE_SECONDS a number alone
- * is seconds. 0, or ERR_INVALID (no message: the caller names the key
+ * is seconds, with CLK_DURATION_BARE_MS milliseconds. 0, or ERR_INVALID (no message: the caller names the key
  * or flag).
  */
 int clk_parse_duration(const char *s, unsigned flags, uint64_t *ms);

@@ -81,3 +81,13 @@ Test(clock, durations_as_go_writes_them)
 					 CLK_DURATION_BARE_SECONDS, &ms),
 		     ERR_INVALID);
 }
+
+Test(clock, bare_milliseconds)
+{
+	uint64_t ms = 1;
+
+	cr_assert_eq(clk_parse_duration("500", CLK_DURATION_BARE_MS, &ms), 0);
+	cr_assert_eq(ms, 500);
+	cr_assert_eq(clk_parse_duration("2s", CLK_DURATION_BARE_MS, &ms), 0);
+	cr_assert_eq(ms, 2000);
+}
