@@ -322,7 +322,7 @@ void app_spec_set_render_timeout(struct app_spec *s, unsigned ms);
 /* Append a copy of an ignore rule. 0 or ERR_NOMEM. */
 int app_spec_add_ignore(struct app_spec *s, const struct diff_ignore_rule *r);
 
-/* Whether [s, s+n) is a variable name as Flux takes it ([_a-zA-Z][_a-zA-Z0-9]*). */
+/* Whether [s, s+n) is a variable name as Flux takes it: [_a-zA-Z]\w*. */
 bool app_var_name(const char *s, size_t n);
 
 /*
@@ -357,10 +357,10 @@ int app_spec_render(const struct app_spec *s, const char *dir,
  * app_render_cache_file() puts the file for (s, tree) in *out
  * (ERR_NOTFOUND without a base or a tree). A render that may change
  * without a commit (exec plugins, variables files) is never read back
- * from an earlier process: app_spec_cacheable() is false. Reading fails (false, *out left empty)
- * on any problem: a missing, partial, foreign or older file. Writing is
- * best effort (false when it could not), through a temporary file
- * renamed into place, so a reader never sees half a file.
+ * from an earlier process: app_spec_cacheable() is false. Reading fails
+ * (false, *out left empty) on any problem: a missing, partial, foreign or
+ * older file. Writing is best effort (false when it could not), through a
+ * temporary file renamed into place, so a reader never sees half a file.
  */
 bool app_spec_cacheable(const struct app_spec *s);
 int app_render_cache_file(struct buf *out, const struct app_spec *s,

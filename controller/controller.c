@@ -388,8 +388,9 @@ static const char *rv_of(const json_t *obj)
  * namespaces), one per namespace. *scope_ns gets the namespace the
  * watch is of (NULL: every namespace).
  */
-static int ensure_watch(struct kube_watchcache *wc, const struct kube_resource *res,
-			const char *ns, const char **scope_ns)
+static int ensure_watch(struct kube_watchcache *wc,
+			const struct kube_resource *res, const char *ns,
+			const char **scope_ns)
 {
 	int error = kube_watchcache_watch(wc, res, NULL, WATCH_SELECTOR, NULL);
 

@@ -1,6 +1,6 @@
 /*
  * The controller's internals, shared by controller.c (passes, watches,
- * reloads) and controller_status.c (what the HTTP endpoint, metrics and
+ * reloads) and status.c (what the HTTP endpoint, metrics and
  * events show of them). Not for other files.
  */
 #ifndef CONTROLLER_INTERNAL_H
@@ -109,7 +109,7 @@ struct controller {
 
 
 
-/* controller_status.c */
+/* status.c */
 int ctl_status_init(struct ctl_app *a);
 void ctl_status_release(struct ctl_app *a);
 void ctl_metrics_declare(struct metrics *m);

@@ -99,7 +99,8 @@ static void object_key(const json_t *obj, struct buf *out)
 }
 
 /* The object's entry, made (forgetting the oldest) when new. Lock held. */
-static struct object *find(struct kube_events *ev, const char *key, uint64_t now)
+static struct object *find(struct kube_events *ev, const char *key,
+			   uint64_t now)
 {
 	struct object *o;
 
@@ -184,8 +185,9 @@ out:
 	return ok;
 }
 
-int kube_events_emit(struct kube_events *ev, const json_t *regarding, const char *type,
-		const char *reason, const char *action, const char *note)
+int kube_events_emit(struct kube_events *ev, const json_t *regarding,
+		     const char *type, const char *reason, const char *action,
+		     const char *note)
 {
 	struct kube_event ke = {regarding, type,   reason,
 				action,	   note,   "syncd.io/syncd",
@@ -202,7 +204,8 @@ int kube_events_emit(struct kube_events *ev, const json_t *regarding, const char
 	return error < 0 ? error : 1;
 }
 
-void kube_events_counts(struct kube_events *ev, uint64_t *sent, uint64_t *dropped)
+void kube_events_counts(struct kube_events *ev, uint64_t *sent,
+			uint64_t *dropped)
 {
 	pthread_mutex_lock(&ev->lock);
 	*sent = ev->sent;

@@ -402,12 +402,13 @@ int kube_event_create(struct kube_client *c, const struct kube_event *ev,
 		      struct err *err);
 
 /*
- * watchcache: a shared, informer-style cache of live objects. Each
- * (resource, namespace, label selector) watched gets one thread that
- * lists and then watches through kube_watch() (resume from the last
- * resourceVersion, re-list after 410 Expired) and keeps the objects in
- * memory, keyed by "namespace/name". The controller reads snapshots from
- * it instead of listing the cluster on every pass.
+ * The watch cache (kube_watchcache_*, kube/watchcache.c): a shared,
+ * informer-style cache of live objects. Each (resource, namespace, label
+ * selector) watched gets one thread that lists and then watches through
+ * kube_watch() (resume from the last resourceVersion, re-list after 410
+ * Expired) and keeps the objects in memory, keyed by "namespace/name". The
+ * controller reads snapshots from it instead of listing the cluster on
+ * every pass.
  *
  * Memory: objects are stored as compact JSON text without `status` (it
  * is not part of what syncd compares and is often the largest, busiest
@@ -451,8 +452,10 @@ struct kube_watchcache_options {
  * A cache using `client` (borrowed: it must outlive the cache). `opts`
  * may be NULL. Caller owns *out; free with kube_watchcache_free().
  */
-int kube_watchcache_new(struct kube_watchcache **out, struct kube_client *client,
-		   const struct kube_watchcache_options *opts, struct err *err);
+int kube_watchcache_new(struct kube_watchcache **out,
+			struct kube_client *client,
+			const struct kube_watchcache_options *opts,
+			struct err *err);
 
 /*
  * Start caching `resource` in `ns` (NULL: every namespace; ignored for a
@@ -487,9 +490,10 @@ bool kube_watchcache_all_synced(struct kube_watchcache *wc);
  * snapshot). ERR_NOTFOUND when it was never started, ERR_TIMEOUT ("not
  * synced yet") before its first list completed.
  */
-int kube_watchcache_list(struct kube_watchcache *wc, const struct kube_resource *resource,
-		    const char *ns, const char *label_selector, json_t **items,
-		    struct err *err);
+int kube_watchcache_list(struct kube_watchcache *wc,
+			 const struct kube_resource *resource, const char *ns,
+			 const char *label_selector, json_t **items,
+			 struct err *err);
 
 /*
  * kube_watchcache_list() of only the objects whose part-of label is
@@ -523,10 +527,10 @@ void kube_watchcache_stop(struct kube_watchcache *wc);
 void kube_watchcache_free(struct kube_watchcache *wc);
 
 /*
- * leader: leader election among `syncd run` replicas over a
- * coordination.k8s.io/v1 Lease, with the semantics of client-go's
- * leaderelection package, so that syncd and Go controllers read each
- * other's Leases the same way.
+ * Leader election (kube_leader_*, kube/leader.c): leader election among
+ * `syncd run` replicas over a coordination.k8s.io/v1 Lease, with the
+ * semantics of client-go's leaderelection package, so that syncd and Go
+ * controllers read each other's Leases the same way.
  *
  * The Lease's spec is the record: holderIdentity, leaseDurationSeconds,
  * acquireTime, renewTime (MicroTime) and leaseTransitions. Every write is
@@ -560,9 +564,10 @@ void kube_watchcache_free(struct kube_watchcache *wc);
  * itself retry inside kube_request(), so give it a client whose timeouts
  * and retries fit well within the renew deadline.
  *
- * Thread safety: kube_leader_is_leader() and kube_leader_identity() may be called
- * from any thread; kube_leader_start(), kube_leader_stop() and kube_leader_free() belong
- * to the owner, and must not be called from a callback.
+ * Thread safety: kube_leader_is_leader() and kube_leader_identity() may be
+ * called from any thread; kube_leader_start(), kube_leader_stop() and
+ * kube_leader_free() belong to the owner, and must not be called from a
+ * callback.
  */
 
 #define KUBE_LEADER_OPTIONS_VERSION 1
@@ -636,8 +641,9 @@ int kube_leader_stop(struct kube_leader *l, bool release, struct err *err);
 void kube_leader_free(struct kube_leader *l);
 
 /*
- * events: Kubernetes Events (events.k8s.io/v1) about the objects syncd
- * manages, rate limited the way client-go's event recorder limits them:
+ * Events (kube_events_*, kube/events.c): Kubernetes Events
+ * (events.k8s.io/v1) about the objects syncd manages, rate limited the way
+ * client-go's event recorder limits them:
  *
  * - the same event (object, reason, note) again within `dedup_ms` (10
  *   minutes) is dropped: a fight or a failing object does not repeat
@@ -681,10 +687,12 @@ void kube_events_free(struct kube_events *ev);
  * "Warning". Returns 1 when sent (or would have been, without a client),
  * 0 when a limit dropped it, <0 when sending failed.
  */
-int kube_events_emit(struct kube_events *ev, const json_t *regarding, const char *type,
-		const char *reason, const char *action, const char *note);
+int kube_events_emit(struct kube_events *ev, const json_t *regarding,
+		     const char *type, const char *reason, const char *action,
+		     const char *note);
 
 /* Events sent and dropped so far. */
-void kube_events_counts(struct kube_events *ev, uint64_t *sent, uint64_t *dropped);
+void kube_events_counts(struct kube_events *ev, uint64_t *sent,
+			uint64_t *dropped);
 
 #endif

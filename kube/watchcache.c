@@ -452,8 +452,10 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int kube_watchcache_new(struct kube_watchcache **out, struct kube_client *client,
-		   const struct kube_watchcache_options *opts, struct err *err)
+int kube_watchcache_new(struct kube_watchcache **out,
+			struct kube_client *client,
+			const struct kube_watchcache_options *opts,
+			struct err *err)
 {
 	struct kube_watchcache *wc;
 
@@ -639,9 +641,10 @@ out:
 	return error;
 }
 
-int kube_watchcache_list(struct kube_watchcache *wc, const struct kube_resource *resource,
-		    const char *ns, const char *label_selector, json_t **items,
-		    struct err *err)
+int kube_watchcache_list(struct kube_watchcache *wc,
+			 const struct kube_resource *resource, const char *ns,
+			 const char *label_selector, json_t **items,
+			 struct err *err)
 {
 	return kube_watchcache_list_part_of(wc, resource, ns, label_selector, NULL,
 				       NULL, items, err);

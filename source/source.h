@@ -1,5 +1,6 @@
 /*
- * git: a Git repository as the source of an app's files (libgit2).
+ * source: where an app's files come from. The Git source (source_git_*,
+ * source/git.c): a Git repository as the source of an app's files (libgit2).
  *
  * A source_git follows one (URL, revision, subpath). Each poll lists the
  * remote's refs and fetches only when the wanted ref moved; a pinned full

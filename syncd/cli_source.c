@@ -283,9 +283,10 @@ static void log_poll(const struct cli_source *s, const char *url,
 
 	snprintf(requests, sizeof(requests), "%lu", r->requests);
 	log_info("polled repository", "url", url, "revision",
-		 s->spec->git.revision ? s->spec->git.revision : "HEAD",
-		 "path", s->spec->git.subpath ? s->spec->git.subpath : "", "commit", r->commit, "tree",
-		 r->tree, "changed", r->changed ? "true" : "false", "fetched",
+		 s->spec->git.revision ? s->spec->git.revision : "HEAD", "path",
+		 s->spec->git.subpath ? s->spec->git.subpath : "", "commit",
+		 r->commit, "tree", r->tree, "changed",
+		 r->changed ? "true" : "false", "fetched",
 		 r->fetched ? "true" : "false", "contacted",
 		 r->contacted ? "true" : "false", "requests", requests, NULL);
 }

@@ -43,8 +43,8 @@ void clk_rfc3339_format(time_t t, char out[CLK_RFC3339_SIZE]);
  * Parse a duration as Go writes them, "30s", "3m", "1h30m" or "250ms"
  * (units ms, s, m, h, summed), or "0", into milliseconds, at most
  * CLK_DURATION_MAX_MS. With CLK_DURATION_BARE_SECONDS a number alone
- * is seconds, with CLK_DURATION_BARE_MS milliseconds. 0, or ERR_INVALID (no message: the caller names the key
- * or flag).
+ * is seconds, with CLK_DURATION_BARE_MS milliseconds. 0, or ERR_INVALID (no
+ * message: the caller names the key or flag).
  */
 int clk_parse_duration(const char *s, unsigned flags, uint64_t *ms);
 
