@@ -542,8 +542,9 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 			const char *ns = t->res->namespaced ? nss.v[j] : NULL;
 
 			error = app->list_hook
-					? app->list_hook(app->list_ctx, app,
-							 t->res, ns, &items)
+					? app->list_hook(app, t->res, ns,
+							 &items,
+							 app->list_ctx)
 					: ERR_NOTFOUND;
 			if (error == ERR_NOTFOUND) {
 				app->requests++;
@@ -876,7 +877,7 @@ static void fail(struct sync *s, const struct diff_key *k, const char *msg)
 		msg);
 	s->res->failed++;
 	if (s->opts->failed)
-		s->opts->failed(s->opts->applied_ctx, k, msg);
+		s->opts->failed(k, msg, s->opts->applied_ctx);
 }
 
 static int apply_one(struct sync *s, const struct diff_object_report *r)
@@ -915,7 +916,7 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 			s->opts->applied && !s->opts->dry_run ? &stored : NULL,
 			&e);
 	if (rc >= 0 && stored)
-		s->opts->applied(s->opts->applied_ctx, &r->key, stored);
+		s->opts->applied(&r->key, stored, s->opts->applied_ctx);
 	json_decref(stored);
 	if (rc < 0) {
 		fail(s, &r->key,
@@ -1125,8 +1126,8 @@ static void prune(struct sync *s)
 				log_line(s, &r->key, "pruned");
 				s->res->pruned++;
 				if (s->opts->pruned)
-					s->opts->pruned(s->opts->applied_ctx,
-							o->json);
+					s->opts->pruned(o->json,
+							s->opts->applied_ctx);
 				for (size_t j = 0; j < live->len; j++)
 					if (live->items[j] == o)
 						s->gone[j] = true;

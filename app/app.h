@@ -59,9 +59,9 @@ struct app {
 	 * or ERR_NOTFOUND when not cached, and the app lists the server.
 	 * `ns` is NULL for a cluster-scoped resource. NULL: always list.
 	 */
-	int (*list_hook)(void *ctx, const struct app *app,
+	int (*list_hook)(const struct app *app,
 			 const struct kube_resource *res, const char *ns,
-			 json_t **items);
+			 json_t **items, void *ctx);
 	void *list_ctx;
 };
 
@@ -125,12 +125,12 @@ struct app_sync_options {
 	 * Called for each object an apply stored (not for dry runs) with
 	 * the server's answer; NULL: nobody is told.
 	 */
-	void (*applied)(void *ctx, const struct diff_key *key,
-			const json_t *stored);
+	void (*applied)(const struct diff_key *key, const json_t *stored,
+			void *ctx);
 	/* An object that could not be written or pruned, and why. */
-	void (*failed)(void *ctx, const struct diff_key *key, const char *why);
+	void (*failed)(const struct diff_key *key, const char *why, void *ctx);
 	/* An object pruned (not for dry runs): the live object deleted. */
-	void (*pruned)(void *ctx, const json_t *live);
+	void (*pruned)(const json_t *live, void *ctx);
 	void *applied_ctx; /* the context of the three callbacks */
 };
 

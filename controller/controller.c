@@ -64,8 +64,9 @@ static void free_app(struct ctl_app *a)
 	free(a);
 }
 
-static void on_fight(void *ctx, bool started, const struct diff_key *key,
-		     const char *path, const char *other, unsigned changes)
+static void on_fight(bool started, const struct diff_key *key,
+		     const char *path, const char *other, unsigned changes,
+		     void *ctx)
 {
 	struct ctl_app *a = ctx;
 	struct buf obj = BUF_INIT, managers = BUF_INIT;
@@ -128,7 +129,9 @@ static int new_app(struct ctl_app **out, struct controller *c,
 	fo.window_ms = c->cfg->fight_window_ms;
 	fo.notify = on_fight;
 	fo.ctx = a;
-	if (!(a->fights = fights_new(&fo)) || !(a->written = json_object())) {
+	if ((error = fights_new(&a->fights, &fo, err)) < 0)
+		goto fail;
+	if (!(a->written = json_object())) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -412,9 +415,8 @@ static int ensure_watch(struct kube_watchcache *wc,
  * object the cache still has in a version older than the one this app
  * wrote is left out, so the app reads it with a GET.
  */
-static int cache_list(void *ctx, const struct app *app,
-		      const struct kube_resource *res, const char *ns,
-		      json_t **items)
+static int cache_list(const struct app *app, const struct kube_resource *res,
+		      const char *ns, json_t **items, void *ctx)
 {
 	struct ctl_app *a = ctx;
 	struct kube_watchcache *wc = a->ctl->wc;
@@ -452,8 +454,8 @@ static int cache_list(void *ctx, const struct app *app,
 }
 
 /* The app.applied callback: remember the write for the echo and fights. */
-static void on_applied(void *ctx, const struct diff_key *key,
-		       const json_t *stored)
+static void on_applied(const struct diff_key *key, const json_t *stored,
+		       void *ctx)
 {
 	struct ctl_app *a = ctx;
 	struct controller *c = a->ctl;
@@ -474,12 +476,12 @@ static void on_applied(void *ctx, const struct diff_key *key,
 	pthread_mutex_unlock(&c->lock);
 }
 
-static void on_failed(void *ctx, const struct diff_key *key, const char *why)
+static void on_failed(const struct diff_key *key, const char *why, void *ctx)
 {
 	ctl_event_failed(ctx, key, why);
 }
 
-static void on_pruned(void *ctx, const json_t *live)
+static void on_pruned(const json_t *live, void *ctx)
 {
 	ctl_event_pruned(ctx, live);
 }
@@ -684,7 +686,7 @@ static int reconcile(const char *name, void *ctx)
 }
 
 /* The kube client's response hook: syncd_kube_requests_total. */
-static void on_response(void *ctx, const char *verb, int code)
+static void on_response(const char *verb, int code, void *ctx)
 {
 	struct controller *c = ctx;
 	char n[16];
@@ -743,10 +745,8 @@ int controller_new(struct controller **out, const struct config *cfg,
 	if (cfg->events) {
 		eo.client = c->conn.client;
 		eo.instance = getenv("POD_NAME");
-		if (!(c->events = kube_events_new(&eo))) {
-			error = err_set(err, ERR_NOMEM, "out of memory");
+		if ((error = kube_events_new(&c->events, &eo, err)) < 0)
 			goto fail;
-		}
 	}
 	*out = c;
 	return 0;

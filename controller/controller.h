@@ -205,20 +205,20 @@ int metrics_render(struct metrics *m, struct buf *out);
 struct httpd_handlers {
 	void *ctx;
 	/* Ready to serve traffic? When not, append the reason to `why`. */
-	bool (*ready)(void *ctx, struct buf *why);
+	bool (*ready)(struct buf *why, void *ctx);
 	/* The app list document (new reference). */
 	json_t *(*apps)(void *ctx);
 	/* One app's document (new reference), NULL for an unknown app. */
-	json_t *(*app)(void *ctx, const char *name);
+	json_t *(*app)(const char *name, void *ctx);
 	/* Trigger a pass: 0, or ERR_NOTFOUND for an unknown app. */
-	int (*sync)(void *ctx, const char *name);
+	int (*sync)(const char *name, void *ctx);
 	/*
 	 * A push to `branch` (without "refs/heads/") of the repository known
 	 * by any of `urls` (clone, SSH and web URLs as the event gives them):
 	 * poll the apps whose source matches; returns how many (>= 0).
 	 */
-	int (*push)(void *ctx, const char *const *urls, size_t nurls,
-		    const char *branch);
+	int (*push)(const char *const *urls, size_t nurls, const char *branch,
+		    void *ctx);
 };
 
 struct httpd_options {

@@ -30,29 +30,31 @@ struct fights {
 	char *self;
 	unsigned changes;
 	uint64_t window_ms;
-	void (*notify)(void *ctx, bool started, const struct diff_key *key,
-		       const char *path, const char *other, unsigned changes);
+	void (*notify)(bool started, const struct diff_key *key,
+		       const char *path, const char *other, unsigned changes,
+		       void *ctx);
 	void *ctx;
 	struct entry *v;
 	size_t len, alloc;
 	unsigned changed; /* fights started or ended in this observation */
 };
 
-struct fights *fights_new(const struct fights_options *opts)
+int fights_new(struct fights **out, const struct fights_options *opts,
+	       struct err *err)
 {
 	struct fights *f = calloc(1, sizeof(*f));
 
-	if (!f)
-		return NULL;
-	if (!(f->self = strdup(opts->self ? opts->self : "syncd"))) {
+	*out = NULL;
+	if (!f || !(f->self = strdup(opts->self ? opts->self : "syncd"))) {
 		free(f);
-		return NULL;
+		return err_set(err, ERR_NOMEM, "out of memory");
 	}
 	f->changes = opts->changes;
 	f->window_ms = opts->window_ms;
 	f->notify = opts->notify;
 	f->ctx = opts->ctx;
-	return f;
+	*out = f;
+	return 0;
 }
 
 static void entry_release(struct entry *e)
@@ -127,8 +129,8 @@ static void end_fight(struct fights *f, struct entry *e)
 	if (e->fighting) {
 		f->changed++;
 		if (f->notify)
-			f->notify(f->ctx, false, &e->key, e->path, e->other,
-				  e->held_changes);
+			f->notify(false, &e->key, e->path, e->other,
+				  e->held_changes, f->ctx);
 	}
 	e->fighting = false;
 	e->ntimes = 0;
@@ -210,7 +212,7 @@ static void observe_field(struct fights *f, const struct diff_report *r,
 	e->held_changes = recent(f, e, now);
 	f->changed++;
 	if (f->notify)
-		f->notify(f->ctx, true, key, fd->path, other, e->held_changes);
+		f->notify(true, key, fd->path, other, e->held_changes, f->ctx);
 	return;
 }
 
@@ -258,8 +260,8 @@ void fights_written(struct fights *f, const struct diff_key *key)
 			f->v[i].written = true;
 }
 
-struct diff_fight *fights_hold(void *ctx, const struct diff_key *key,
-			       const char *path)
+struct diff_fight *fights_hold(const struct diff_key *key, const char *path,
+			       void *ctx)
 {
 	struct fights *f = ctx;
 	struct entry *e = find(f, key, path);

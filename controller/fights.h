@@ -46,21 +46,23 @@ struct fights_options {
 	 * Told when a fight starts (started true) or ends, with the object,
 	 * the field's path and the other manager. NULL: nobody.
 	 */
-	void (*notify)(void *ctx, bool started, const struct diff_key *key,
-		       const char *path, const char *other, unsigned changes);
+	void (*notify)(bool started, const struct diff_key *key,
+		       const char *path, const char *other, unsigned changes,
+		       void *ctx);
 	void *ctx;
 };
 
-/* NULL when out of memory. */
-struct fights *fights_new(const struct fights_options *opts);
+/* *out gets the detector (free with fights_free()); ERR_NOMEM. */
+int fights_new(struct fights **out, const struct fights_options *opts,
+	       struct err *err);
 void fights_free(struct fights *f);
 
 /*
  * The diff_options.hold callback (ctx: the struct fights): a new
  * diff_fight for a held field, else NULL.
  */
-struct diff_fight *fights_hold(void *ctx, const struct diff_key *key,
-			       const char *path);
+struct diff_fight *fights_hold(const struct diff_key *key, const char *path,
+			       void *ctx);
 
 /*
  * Count what the report of a pass shows (see above) at time `now_ms`.

@@ -185,7 +185,7 @@ static enum MHD_Result serve_readyz(struct httpd *d,
 	bool ok;
 
 	buf_init(&why, 4096);
-	ok = !d->h.ready || d->h.ready(d->h.ctx, &why);
+	ok = !d->h.ready || d->h.ready(&why, d->h.ctx);
 	if (ok)
 		ret = reply_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
 	else
@@ -253,7 +253,7 @@ static enum MHD_Result serve_sync(struct httpd *d, struct MHD_Connection *conn,
 				       "Bearer");
 	}
 	file_secret_release(&token);
-	rc = d->h.sync ? d->h.sync(d->h.ctx, name) : ERR_NOTFOUND;
+	rc = d->h.sync ? d->h.sync(name, d->h.ctx) : ERR_NOTFOUND;
 	if (rc == ERR_NOTFOUND)
 		return unknown_app(conn, name);
 	if (rc < 0)
@@ -308,7 +308,7 @@ static enum MHD_Result serve_push(struct httpd *d, struct MHD_Connection *conn,
 	}
 	if (ref && !strncmp(ref, heads, strlen(heads)) && ref[strlen(heads)] &&
 	    n && d->h.push) {
-		triggered = d->h.push(d->h.ctx, urls, n, ref + strlen(heads));
+		triggered = d->h.push(urls, n, ref + strlen(heads), d->h.ctx);
 		if (triggered < 0) {
 			json_decref(doc);
 			return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -405,7 +405,7 @@ static enum MHD_Result serve(struct httpd *d, struct MHD_Connection *conn,
 					   "cannot list the apps");
 		return reply_json(conn, MHD_HTTP_OK, doc);
 	case ROUTE_APP:
-		doc = d->h.app ? d->h.app(d->h.ctx, req->app) : NULL;
+		doc = d->h.app ? d->h.app(req->app, d->h.ctx) : NULL;
 		if (!doc)
 			return unknown_app(conn, req->app);
 		return reply_json(conn, MHD_HTTP_OK, doc);

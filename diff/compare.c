@@ -555,7 +555,7 @@ static int record_at(struct cmp *c, const struct diff_pe *pe, size_t len,
 	 */
 	if (c->opts->hold && change != DIFF_REMOVED &&
 	    !(f.foreign && c->opts->policy != DIFF_POLICY_OVERRIDE))
-		f.fight = c->opts->hold(c->opts->hold_ctx, &rep->key, f.path);
+		f.fight = c->opts->hold(&rep->key, f.path, c->opts->hold_ctx);
 	if (f.fight) {
 		if (drop_path(c, pe, len) < 0 ||
 		    keep_path(c, &c->held, &c->nheld, &c->aheld, pe, len) < 0)

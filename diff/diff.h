@@ -468,8 +468,8 @@ struct diff_options {
 	 * left out of the apply request and never a reason to force. NULL:
 	 * no field is held.
 	 */
-	struct diff_fight *(*hold)(void *ctx, const struct diff_key *key,
-				   const char *path);
+	struct diff_fight *(*hold)(const struct diff_key *key,
+				   const char *path, void *ctx);
 	void *hold_ctx;
 };
 

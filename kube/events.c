@@ -45,12 +45,14 @@ static uint64_t mono_ms(void *ctx)
 	return clk_mono_ms();
 }
 
-struct kube_events *kube_events_new(const struct kube_events_options *opts)
+int kube_events_new(struct kube_events **out,
+		    const struct kube_events_options *opts, struct err *err)
 {
 	struct kube_events *ev = calloc(1, sizeof(*ev));
 
+	*out = NULL;
 	if (!ev)
-		return NULL;
+		return err_set(err, ERR_NOMEM, "out of memory");
 	ev->o = *opts;
 	if (!ev->o.burst)
 		ev->o.burst = 25;
@@ -67,7 +69,8 @@ struct kube_events *kube_events_new(const struct kube_events_options *opts)
 	ev->tokens = ev->o.global_burst;
 	ev->refilled = ev->o.now_ms(ev->o.clock_ctx);
 	pthread_mutex_init(&ev->lock, NULL);
-	return ev;
+	*out = ev;
+	return 0;
 }
 
 void kube_events_free(struct kube_events *ev)

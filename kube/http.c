@@ -77,7 +77,7 @@ struct kube_client {
 	_Atomic uint64_t connections;
 	_Atomic uint64_t throttled;
 
-	void (*on_response)(void *ctx, const char *verb, int code);
+	void (*on_response)(const char *verb, int code, void *ctx);
 	void *on_response_ctx;
 };
 
@@ -870,8 +870,8 @@ static void report(struct kube_client *c, const char *method,
 		   const char *path, long code)
 {
 	if (c->on_response)
-		c->on_response(c->on_response_ctx,
-			       request_verb(method, path), (int)code);
+		c->on_response(request_verb(method, path), (int)code,
+			       c->on_response_ctx);
 }
 
 int kube_request(struct kube_client *c, const char *method, const char *path,

@@ -140,7 +140,7 @@ struct kube_client_options {
 	 * (a transport error). A watch calls it when its stream ends. NULL:
 	 * none.
 	 */
-	void (*on_response)(void *ctx, const char *verb, int code);
+	void (*on_response)(const char *verb, int code, void *ctx);
 	void *on_response_ctx;
 };
 
@@ -677,8 +677,9 @@ struct kube_events_options {
 
 struct kube_events;
 
-/* NULL when out of memory. */
-struct kube_events *kube_events_new(const struct kube_events_options *opts);
+/* *out gets the recorder (free with kube_events_free()); ERR_NOMEM. */
+int kube_events_new(struct kube_events **out,
+		    const struct kube_events_options *opts, struct err *err);
 void kube_events_free(struct kube_events *ev);
 
 /*

@@ -70,7 +70,7 @@ struct runner {
 	struct httpd *httpd;
 };
 
-static bool h_ready(void *ctx, struct buf *why)
+static bool h_ready(struct buf *why, void *ctx)
 {
 	struct runner *r = ctx;
 	bool ok;
@@ -92,7 +92,7 @@ static json_t *h_apps(void *ctx)
 	return doc;
 }
 
-static json_t *h_app(void *ctx, const char *name)
+static json_t *h_app(const char *name, void *ctx)
 {
 	struct runner *r = ctx;
 	json_t *doc;
@@ -103,7 +103,7 @@ static json_t *h_app(void *ctx, const char *name)
 	return doc;
 }
 
-static int h_sync(void *ctx, const char *name)
+static int h_sync(const char *name, void *ctx)
 {
 	struct runner *r = ctx;
 	int error;
@@ -116,8 +116,8 @@ static int h_sync(void *ctx, const char *name)
 	return error;
 }
 
-static int h_push(void *ctx, const char *const *urls, size_t nurls,
-		  const char *branch)
+static int h_push(const char *const *urls, size_t nurls, const char *branch,
+		  void *ctx)
 {
 	struct runner *r = ctx;
 	struct buf repo = BUF_INIT;

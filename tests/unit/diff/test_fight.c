@@ -139,8 +139,8 @@ struct holder {
 	bool wrong_key;
 };
 
-static struct diff_fight *hold_cb(void *ctx, const struct diff_key *key,
-				  const char *path)
+static struct diff_fight *hold_cb(const struct diff_key *key,
+				  const char *path, void *ctx)
 {
 	struct holder *h = ctx;
 

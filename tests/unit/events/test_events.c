@@ -30,9 +30,12 @@ static struct kube_events *recorder(void)
 {
 	struct kube_events_options o = {0};
 
+	struct kube_events *ev;
+
 	o.now_ms = fake_clock;
 	fake_now = 1000;
-	return kube_events_new(&o);
+	cr_assert_eq(kube_events_new(&ev, &o, NULL), 0);
+	return ev;
 }
 
 Test(events, the_same_event_again_is_dropped_for_ten_minutes)

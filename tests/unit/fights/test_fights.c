@@ -19,8 +19,9 @@ static int started, ended;
 static char last_other[64];
 static unsigned last_changes;
 
-static void on_notify(void *ctx, bool start, const struct diff_key *key,
-		      const char *path, const char *other, unsigned changes)
+static void on_notify(bool start, const struct diff_key *key,
+		      const char *path, const char *other, unsigned changes,
+		      void *ctx)
 {
 	cr_assert_eq(ctx, &started);
 	cr_assert_str_eq(key->name, "web");
@@ -38,7 +39,7 @@ static void setup(void)
 	struct fights_options o = {"syncd", 3, 10 * MIN, on_notify, &started};
 
 	started = ended = 0;
-	f = fights_new(&o);
+	cr_assert_eq(fights_new(&f, &o, NULL), 0);
 	cr_assert(f);
 }
 
@@ -115,7 +116,7 @@ static bool held(const char *other, unsigned changes)
 
 	cr_assert_eq(diff_key_init(&k, "apps", "Deployment", "default", "web"),
 		     0);
-	fight = fights_hold(f, &k, IMAGE);
+	fight = fights_hold(&k, IMAGE, f);
 	diff_key_release(&k);
 	if (!fight)
 		return false;
@@ -300,7 +301,7 @@ Test(fights, zero_changes_never_fights)
 	struct fights_options o = {"syncd", 0, 10 * MIN, NULL, NULL};
 
 	fights_free(f);
-	f = fights_new(&o);
+	cr_assert_eq(fights_new(&f, &o, NULL), 0);
 	cr_assert(f);
 	for (uint64_t t = 0; t < 10; t++) {
 		cr_assert_eq(observe("kubectl-patch", t * 1000), 0);

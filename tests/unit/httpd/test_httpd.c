@@ -40,7 +40,7 @@ static struct {
 	char synced[64];
 } fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static bool fake_ready(void *ctx, struct buf *why)
+static bool fake_ready(struct buf *why, void *ctx)
 {
 	(void)ctx;
 	fake.ready_calls++;
@@ -57,7 +57,7 @@ static json_t *fake_apps(void *ctx)
 			 "web");
 }
 
-static json_t *fake_app(void *ctx, const char *name)
+static json_t *fake_app(const char *name, void *ctx)
 {
 	(void)ctx;
 	fake.app_calls++;
@@ -66,7 +66,7 @@ static json_t *fake_app(void *ctx, const char *name)
 	return json_pack("{s:s,s:s}", "name", "web", "state", "InSync");
 }
 
-static int fake_sync(void *ctx, const char *name)
+static int fake_sync(const char *name, void *ctx)
 {
 	(void)ctx;
 	if (strcmp(name, "web"))
@@ -78,8 +78,8 @@ static int fake_sync(void *ctx, const char *name)
 	return 0;
 }
 
-static int fake_push(void *ctx, const char *const *urls, size_t nurls,
-		     const char *branch)
+static int fake_push(const char *const *urls, size_t nurls,
+		     const char *branch, void *ctx)
 {
 	size_t i;
 

@@ -28,7 +28,7 @@ static struct kube_config cfg;
 static struct kube_client *client;
 static struct err err = ERR_INIT;
 
-static void on_response(void *ctx, const char *verb, int code)
+static void on_response(const char *verb, int code, void *ctx)
 {
 	struct seen *s = ctx;
 
