@@ -1202,27 +1202,6 @@ out:
 	return error;
 }
 
-int app_client_option(struct kube_client_options *ko, const char *name,
-		      const char *arg, struct err *err)
-{
-	char *end;
-	double v;
-
-	if (strcmp(name, "qps") && strcmp(name, "burst"))
-		return 0;
-	v = strtod(arg, &end);
-	if (!*arg || *end || !(v > 0) || v > 1e6 ||
-	    (!strcmp(name, "burst") && v != (double)(unsigned)v))
-		return err_set(err, ERR_USAGE,
-			       "--%s wants a positive %s, not \"%s\"", name,
-			       strcmp(name, "qps") ? "integer" : "number", arg);
-	if (!strcmp(name, "qps"))
-		ko->qps = v;
-	else
-		ko->burst = (unsigned)v;
-	return 1;
-}
-
 int app_conn_open(struct app_conn *conn, const char *kubeconfig,
 		  const char *context, const struct kube_client_options *ko,
 		  struct err *err)

@@ -195,12 +195,6 @@ int app_conn_open_with(struct app_conn *conn,
 		       const struct kube_config_options *co,
 		       const struct kube_client_options *ko, struct err *err);
 
-/*
- * --qps and --burst into *ko: 1 when `name` was one of them, 0 when not,
- * ERR_USAGE for a bad value.
- */
-int app_client_option(struct kube_client_options *ko, const char *name,
-		      const char *arg, struct err *err);
 void app_conn_close(struct app_conn *conn);
 
 /*

@@ -8,6 +8,7 @@
 #ifndef SYNCD_CLI_H
 #define SYNCD_CLI_H
 
+#include "kube/kube.h"
 #include "util/err.h"
 
 enum {
@@ -41,5 +42,12 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
  * stdout fails (a full disk or a closed pipe must not look like success).
  */
 int cli_write_stdout(const char *data, size_t len);
+
+/*
+ * --qps and --burst into *ko: 1 when `name` was one of them, 0 when not,
+ * ERR_USAGE for a bad value.
+ */
+int cli_client_option(struct kube_client_options *ko, const char *name,
+		      const char *arg, struct err *err);
 
 #endif

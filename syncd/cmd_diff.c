@@ -490,7 +490,7 @@ static int diff_main(int argc, char **argv)
 			break;
 		case 'Q':
 		case 'B':
-			if (app_client_option(&ca.ko,
+			if (cli_client_option(&ca.ko,
 					      c == 'Q' ? "qps" : "burst",
 					      optarg, &err) < 0) {
 				rc = cli_usage_error(&cli_diff_command, "%s",

@@ -213,7 +213,7 @@ static int sync_main(int argc, char **argv)
 			break;
 		case 'Q':
 		case 'B':
-			if (app_client_option(&ko, c == 'Q' ? "qps" : "burst",
+			if (cli_client_option(&ko, c == 'Q' ? "qps" : "burst",
 					      optarg, &err) < 0) {
 				rc = cli_usage_error(&cli_sync_command, "%s",
 						     err_first(&err));

@@ -117,6 +117,13 @@ run_syncd diff "$cases/missing-object/desired" --live "$tmp/nonexistent"
 expect_rc 2 "a missing live path exits 2"
 run_syncd diff "$cases/missing-object/desired" --live "$cases/missing-object/desired" --policy sometimes
 expect_rc 2 "an unknown policy exits 2"
+# The client flags, shared by diff and sync, refuse bad values by name.
+run_syncd diff "$cases/deployment-defaults-insync/desired" --qps 0
+expect_rc 2 "diff --qps 0 exits 2"
+expect_match 'qps wants a positive number, not "0"' "$errout" "diff --qps 0: the cause named"
+run_syncd sync "$cases/deployment-defaults-insync/desired" --burst 1.5
+expect_rc 2 "sync --burst 1.5 exits 2"
+expect_match 'burst wants a positive integer, not "1.5"' "$errout" "sync --burst 1.5: the cause named"
 printf '[1, 2]\n' >"$tmp/list.json"
 run_syncd diff "$cases/missing-object/desired" --live "$tmp/list.json"
 expect_rc 2 "a live document that is not an object exits 2"
