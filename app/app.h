@@ -14,6 +14,11 @@
  *   app_add_schemas()      CRD list types from desired and live CRDs
  *   diff_compare()         the report
  *   app_sync()             apply, wait for CRDs, prune, summary
+ *
+ * The room's files: inventory.c (init, label, parent, types), live.c
+ * (reads, schemas, dry runs, app_compare()), sync.c (app_sync()),
+ * conn.c (the connection), spec.c (the app spec and the render cache);
+ * internal.h is what they share.
  */
 #ifndef APP_APP_H
 #define APP_APP_H

@@ -8,7 +8,7 @@
  *   poll its Git source (kept open between passes; a failed poll keeps
  *   enforcing the last good commit) -> render (only when the app's tree
  *   changed; otherwise the objects of the last render are reused) -> read
- *   live and compare (app/app.c) -> with selfHeal, apply what drifted
+ *   live and compare (app/live.c) -> with selfHeal, apply what drifted
  *   (foreignFields decides about fields other controllers own; prune
  *   only with prune), else only report.
  *

@@ -1,6 +1,6 @@
 /*
  * syncd diff PATH: compare rendered objects with the live objects of a
- * cluster (app/app.c reads them by inventory label), or with live
+ * cluster (app/live.c reads them by inventory label), or with live
  * objects read from files (--live, as `kubectl get -o json|yaml` writes
  * them).
  */

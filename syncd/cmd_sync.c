@@ -1,6 +1,6 @@
 /*
  * syncd sync PATH: one reconcile pass of an app against a cluster
- * (app/app.c): compare, apply what differs in order, prune orphans.
+ * (app/sync.c): compare, apply what differs in order, prune orphans.
  */
 #include <getopt.h>
 #include <limits.h>

@@ -109,7 +109,7 @@ self_test() {
 	}
 	plant diff/compare.c controller/controller.h "diff/ may not use controller/"
 	plant kube/http.c app/app.h "kube/ may not use app/"
-	plant app/app.c controller/internal.h "app/ may not use controller/"
+	plant app/sync.c controller/internal.h "app/ may not use controller/"
 	plant syncd/cmd_run.c controller/queue.h "only controller/controller.h of controller/ is public"
 	plant kube-emu/store.c kube/kube.h "kube-emu/ may not use kube/"
 	plant util/buf.c tests/helpers/emu.h "tests/ is not a room"

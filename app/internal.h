@@ -1,0 +1,71 @@
+/*
+ * The app room's private header: what its files (inventory.c, live.c,
+ * sync.c, conn.c, spec.c) share. Not for other rooms (make check-deps).
+ */
+#ifndef APP_INTERNAL_H
+#define APP_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "app/app.h"
+#include "util/strvec.h"
+
+struct app_type {
+	char *group;
+	char *kind;
+	char *version; /* of the first desired object, or NULL */
+	const struct kube_resource *res; /* NULL: not served (yet) */
+	bool desired;			 /* some desired object has it */
+	bool failed;			 /* reported as not served */
+};
+
+/* A set of strings (group-kinds, namespaces): a vector without repeats. */
+int app_strset_add(struct strvec *s, const char *str);
+
+void app_group_kind(struct buf *out, const char *group, const char *kind);
+
+bool app_is_kind(const struct diff_key *k, const char *group, const char *kind);
+
+bool app_is_crd(const struct diff_key *k);
+
+/* A label or annotation of obj, or "" when it has none. */
+const char *app_label_of(const json_t *obj, const char *name);
+
+bool app_is_parent(const struct app *app, const struct diff_key *k);
+
+struct app_type *app_find_type(struct app *app, const char *group,
+			       const char *kind);
+
+/* The resource of an object of the app (NULL: not served). */
+const struct kube_resource *app_resource_of(struct app *app,
+					    const struct diff_key *k);
+
+int app_add_type(struct app *app, const char *group, const char *kind,
+		 const char *version, bool desired);
+
+/* The version part of an object's apiVersion (NULL when it has none). */
+char *app_version_of(const json_t *obj);
+
+/* The desired CRD that defines group/kind, or NULL. */
+const json_t *app_desired_crd(const struct diff_objset *desired,
+			      const char *group, const char *kind);
+
+/* Is a desired object of this type namespaced (also before it is served)? */
+bool app_type_namespaced(const struct app_type *t,
+			 const struct diff_objset *desired);
+
+/* Resolve a type through discovery; ERR_NOTFOUND leaves res NULL. */
+int app_resolve_type(struct app *app, struct app_type *t, struct err *err);
+
+int app_add_live(struct app *app, json_t *obj, struct err *err);
+
+/* The parent as it should be: members are desired objects and `live`. */
+int app_build_parent(const struct app *app, const struct diff_objset *desired,
+		     const struct diff_objset *live, const bool *gone,
+		     json_t **out, struct err *err);
+
+/* GET the parent; ERR_EXISTS when that Secret is not our parent. */
+int app_read_parent(struct app *app, struct strvec *gks, struct strvec *nss,
+		    struct err *err);
+
+#endif

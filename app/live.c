@@ -1,0 +1,344 @@
+/*
+ * An app's live objects: the parent, one LIST per (type, namespace),
+ * the GETs the LISTs missed, the CRD schemas, dry runs, and the
+ * comparison the commands start with.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/internal.h"
+#include "util/base64.h"
+#include "util/clock.h"
+#include "util/sha256.h"
+#include "util/strvec.h"
+
+#include "util/banned.h" /* last */
+
+int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
+{
+	struct strvec gks = STRVEC_INIT, nss = STRVEC_INIT;
+	struct kube_list_options lo = {0};
+	struct buf sel = BUF_INIT, name = BUF_INIT;
+	struct diff_object *po = NULL;
+	struct err e = ERR_INIT;
+	json_t *parent = NULL;
+	int error = 0, first = 0;
+
+	if ((error = app_read_parent(app, &gks, &nss, err)) < 0)
+		goto out;
+	/* The types: desired ones first (their version), then the parent's. */
+	for (size_t i = 0; i < desired->len; i++) {
+		const struct diff_object *o = desired->items[i];
+		char *v = app_version_of(o->json);
+
+		error = app_add_type(app, o->key.group, o->key.kind, v, true);
+		free(v);
+		if (error < 0)
+			goto nomem;
+	}
+	for (size_t i = 0; i < gks.len; i++) {
+		char *dot = strchr(gks.v[i], '.');
+
+		if (dot)
+			*dot = '\0';
+		if (app_add_type(app, dot ? dot + 1 : "", gks.v[i], NULL,
+				 false) < 0)
+			goto nomem;
+	}
+	for (size_t i = 0; i < app->ntypes; i++) {
+		struct app_type *t = &app->types[i];
+
+		if ((error = app_resolve_type(app, t, err)) < 0)
+			goto out;
+		if (t->res || !t->desired ||
+		    app_desired_crd(desired, t->group, t->kind))
+			continue;
+		/* Not served and no CRD of ours will serve it. */
+		t->failed = true;
+		buf_reset(&name);
+		app_group_kind(&name, t->group, t->kind);
+		if (!first)
+			first = ERR_NOTFOUND;
+		err_set(err, ERR_NOTFOUND,
+			"no resource for %s (%s) on the server, and the app "
+			"has no CustomResourceDefinition for it",
+			buf_cstr(&name),
+			t->version ? t->version : "any version");
+	}
+
+	/* Namespaces: the desired objects', the parent's, its records'. */
+	if (app_strset_add(&nss, app->namespace) < 0)
+		goto nomem;
+	for (size_t i = 0; i < desired->len; i++)
+		if (*desired->items[i]->key.ns &&
+		    app_strset_add(&nss, desired->items[i]->key.ns) < 0)
+			goto nomem;
+
+	buf_addf(&sel, "%s=%s", APP_LABEL_PART_OF, app->id);
+	lo.label_selector = buf_cstr(&sel);
+	for (size_t i = 0; i < app->ntypes; i++) {
+		const struct app_type *t = &app->types[i];
+		size_t n = t->res && t->res->namespaced ? nss.len : 1;
+
+		for (size_t j = 0; t->res && j < n; j++) {
+			json_t *items = NULL, *item;
+			size_t k;
+
+			const char *ns = t->res->namespaced ? nss.v[j] : NULL;
+
+			error = app->list_hook
+					? app->list_hook(app, t->res, ns,
+							 &items, app->list_ctx)
+					: ERR_NOTFOUND;
+			if (error == ERR_NOTFOUND) {
+				app->requests++;
+				error = kube_list(app->client, t->res, ns, &lo,
+						  &items, NULL, err);
+			}
+			if (error < 0)
+				goto out;
+			json_array_foreach(items, k, item)
+			{
+				if ((error = app_add_live(app, item, err)) < 0)
+					break;
+			}
+			json_decref(items);
+			if (error < 0)
+				goto out;
+		}
+	}
+
+	/* A GET for every desired object the LISTs did not return. */
+	for (size_t i = 0; i < desired->len; i++) {
+		const struct diff_object *o = desired->items[i];
+		const struct app_type *t =
+			app_find_type(app, o->key.group, o->key.kind);
+		json_t *obj = NULL;
+		int r;
+
+		if (!t || !t->res || diff_objset_get(&app->live, &o->key) ||
+		    strchr(o->key.name, '*'))
+			continue;
+		app->requests++;
+		r = kube_get(app->client, t->res, o->key.ns, o->key.name, &obj,
+			     &e);
+		if (r == ERR_NOTFOUND) {
+			/* Absent: Missing, not a problem. */
+			err_reset(&e);
+			continue;
+		}
+		if (r < 0) {
+			err_move(err, &e);
+			error = r;
+			goto out;
+		}
+		error = app_add_live(app, obj, err);
+		json_decref(obj);
+		if (error < 0)
+			goto out;
+	}
+
+	if ((error = app_build_parent(app, desired, &app->live, NULL, &parent,
+				      err)) < 0)
+		goto out;
+	if ((error = diff_object_new(&po, parent, "app inventory", err)) < 0 ||
+	    (error = diff_objset_add(desired, po, err)) < 0)
+		goto out;
+	po = NULL;
+	error = first;
+	goto out;
+nomem:
+	error = err_set(err, ERR_NOMEM, "out of memory");
+out:
+	diff_object_free(po);
+	json_decref(parent);
+	err_release(&e);
+	strvec_release(&gks);
+	strvec_release(&nss);
+	buf_release(&sel);
+	buf_release(&name);
+	return error;
+}
+
+static bool builtin_group(const char *g)
+{
+	static const char *const groups[] = {
+		"",
+		"apps",
+		"batch",
+		"autoscaling",
+		"policy",
+		"rbac.authorization.k8s.io",
+		"networking.k8s.io",
+		"apiextensions.k8s.io",
+		"apiregistration.k8s.io",
+		"coordination.k8s.io",
+		"events.k8s.io",
+		"storage.k8s.io",
+		"admissionregistration.k8s.io",
+		"certificates.k8s.io",
+		"scheduling.k8s.io",
+		"node.k8s.io",
+		"discovery.k8s.io",
+		"flowcontrol.apiserver.k8s.io",
+		"authentication.k8s.io",
+		"authorization.k8s.io",
+		"resource.k8s.io",
+		"internal.apiserver.k8s.io",
+		"storagemigration.k8s.io",
+		NULL,
+	};
+
+	for (const char *const *p = groups; *p; p++)
+		if (!strcmp(*p, g))
+			return true;
+	return false;
+}
+
+static int add_crds_of(struct diff_schemas *reg, const struct diff_objset *set,
+		       struct err *err)
+{
+	int error = 0;
+
+	for (size_t i = 0; i < set->len; i++)
+		if (app_is_crd(&set->items[i]->key) &&
+		    diff_schemas_add_crd(reg, set->items[i]->json, err) < 0)
+			error = ERR_INVALID;
+	return error;
+}
+
+/* Is there a CRD for group/kind in `set`? */
+static bool has_crd(const struct diff_objset *set, const char *group,
+		    const char *kind)
+{
+	return app_desired_crd(set, group, kind) != NULL;
+}
+
+int app_add_schemas(struct app *app, struct diff_schemas *reg,
+		    const struct diff_objset *desired, struct err *err)
+{
+	const struct kube_resource *crds = NULL;
+	struct buf name = BUF_INIT;
+	int error = 0;
+
+	/* Live first: the desired CRD is what the next apply makes. */
+	if (add_crds_of(reg, &app->live, err) < 0 ||
+	    add_crds_of(reg, desired, err) < 0)
+		error = ERR_INVALID;
+	for (size_t i = 0; i < app->ntypes; i++) {
+		const struct app_type *t = &app->types[i];
+		json_t *crd = NULL;
+		int r;
+
+		if (!t->res || builtin_group(t->group) ||
+		    has_crd(desired, t->group, t->kind) ||
+		    has_crd(&app->live, t->group, t->kind))
+			continue;
+		if (!crds &&
+		    (r = kube_discovery_find(app->disc, "apiextensions.k8s.io",
+					     "v1", "CustomResourceDefinition",
+					     &crds, err)) < 0)
+			return r;
+		buf_reset(&name);
+		buf_addf(&name, "%s.%s", t->res->name, t->group);
+		app->requests++;
+		r = kube_get(app->client, crds, NULL, buf_cstr(&name), &crd,
+			     NULL);
+		if (r == ERR_NOTFOUND)
+			continue; /* an aggregated API: no CRD, default types */
+		if (r < 0) {
+			error = err_set(err, r, "cannot read the CRD %s",
+					buf_cstr(&name));
+			continue;
+		}
+		if (diff_schemas_add_crd(reg, crd, err) < 0)
+			error = ERR_INVALID;
+		json_decref(crd);
+	}
+	buf_release(&name);
+	return error;
+}
+
+int app_dry_run(struct app *app, const struct diff_report *report,
+		const struct diff_objset *desired, struct diff_objset *out,
+		struct err *err)
+{
+	struct kube_apply_options ao = {app->field_manager, false, true};
+	struct buf name = BUF_INIT;
+	int error = 0;
+
+	for (size_t i = 0; i < report->len; i++) {
+		const struct diff_object_report *r = &report->objects[i];
+		const struct diff_object *d;
+		const struct kube_resource *kr;
+		const json_t *body;
+		struct diff_object *o = NULL;
+		struct err e = ERR_INIT;
+		json_t *res = NULL;
+		int rc;
+
+		if (r->state == DIFF_ORPHAN ||
+		    !(d = diff_objset_get(desired, &r->key)))
+			continue;
+		kr = app_resource_of(app, &r->key);
+		body = r->apply ? r->apply : d->json;
+		ao.force = r->apply && r->force;
+		rc = -1;
+		if (kr) {
+			rc = kube_apply(app->client, kr, body, &ao, &res, &e);
+			if (rc < 0 && rc != ERR_EXISTS) {
+				buf_reset(&name);
+				diff_key_format(&r->key, &name);
+				err_set(err, rc, "%s: dry-run apply: %s",
+					buf_cstr(&name), err_first(&e));
+				if (!error)
+					error = rc;
+			}
+		}
+		/*
+		 * Not served yet (a CRD of the app comes first), or a conflict
+		 * the policy leaves alone: the local comparison stands.
+		 */
+		rc = diff_object_new(&o, rc < 0 ? d->json : res, d->origin,
+				     err);
+		json_decref(res);
+		err_release(&e);
+		if (rc < 0 || (rc = diff_objset_add(out, o, err)) < 0) {
+			diff_object_free(o);
+			error = rc;
+			break;
+		}
+	}
+	buf_release(&name);
+	return error;
+}
+
+int app_compare(struct app *app, struct diff_objset *desired,
+		const struct diff_options *dopts, struct diff_schemas **reg,
+		struct diff_report **report, const char *revision,
+		struct err *err)
+{
+	int error, missing = 0;
+
+	*reg = NULL;
+	*report = NULL;
+	if ((error = diff_objset_default_namespace(desired, app->namespace,
+						   desired, err)) < 0 ||
+	    (error = app_label(app, desired, err)) < 0)
+		return error;
+	error = app_read_live(app, desired, err);
+	if (error == ERR_NOTFOUND)
+		missing = error;
+	else if (error < 0)
+		return error;
+	if (!(*reg = diff_schemas_new()))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	if ((error = app_add_schemas(app, *reg, desired, err)) < 0 ||
+	    (error = diff_compare(report, desired, &app->live, *reg, dopts,
+				  revision, err)) < 0)
+		return error;
+	return missing;
+}

@@ -1,0 +1,456 @@
+/*
+ * One reconcile pass: server-side apply in dependency order, waiting for
+ * CRDs, then prune of labelled orphans; the result as entries.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/internal.h"
+#include "util/base64.h"
+#include "util/clock.h"
+#include "util/sha256.h"
+#include "util/strvec.h"
+
+#include "util/banned.h" /* last */
+
+void app_sync_result_release(struct app_sync_result *res)
+{
+	if (!res)
+		return;
+	for (size_t i = 0; i < res->nentries; i++) {
+		free(res->entries[i].object);
+		free(res->entries[i].result);
+	}
+	free(res->entries);
+	res->entries = NULL;
+	res->nentries = res->aentries = 0;
+	err_release(&res->failures);
+}
+
+/* The order of a reconcile pass. */
+enum phase {
+	PHASE_PARENT_NS, /* the Namespace the parent lives in */
+	PHASE_PARENT,
+	PHASE_CRD,
+	PHASE_NAMESPACE,
+	PHASE_CLUSTER,
+	PHASE_NAMESPACED,
+	PHASE_COUNT,
+};
+
+struct sync {
+	struct app *app;
+	const struct diff_report *report;
+	const struct diff_objset *desired;
+	const struct app_sync_options *opts;
+	struct app_sync_result *res;
+	struct buf name;
+	bool *done; /* per report object: applied (or failed) already */
+	bool *gone; /* per live object: pruned */
+	bool crd_applied;
+};
+
+static enum phase phase_of(struct sync *s, const struct diff_key *k)
+{
+	const struct app_type *t;
+
+	if (app_is_parent(s->app, k))
+		return PHASE_PARENT;
+	if (app_is_kind(k, "", "Namespace"))
+		return strcmp(k->name, s->app->namespace) ? PHASE_NAMESPACE
+							  : PHASE_PARENT_NS;
+	if (app_is_crd(k))
+		return PHASE_CRD;
+	t = app_find_type(s->app, k->group, k->kind);
+	return t && !app_type_namespaced(t, s->desired) ? PHASE_CLUSTER
+							: PHASE_NAMESPACED;
+}
+
+/*
+ * One entry of the result: `object` (NULL: the app) and what happened.
+ * Out of memory loses the entry, never the counts.
+ */
+static void add_entry(struct app_sync_result *res, const char *object,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_entry(struct app_sync_result *res, const char *object,
+		      const char *fmt, ...)
+{
+	struct app_sync_entry *e;
+	va_list ap;
+	char *result;
+	int n;
+
+	if (res->nentries == res->aentries) {
+		size_t alloc = res->aentries ? 2 * res->aentries : 16;
+
+		e = realloc(res->entries, alloc * sizeof(*e));
+		if (!e)
+			return;
+		res->entries = e;
+		res->aentries = alloc;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&result, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	e = &res->entries[res->nentries];
+	e->result = result;
+	e->object = NULL;
+	if (object && !(e->object = strdup(object))) {
+		free(result);
+		return;
+	}
+	res->nentries++;
+}
+
+static void log_line(struct sync *s, const struct diff_key *k, const char *what)
+{
+	buf_reset(&s->name);
+	diff_key_format(k, &s->name);
+	add_entry(s->res, buf_cstr(&s->name), "%s%s", what,
+		  s->opts->dry_run ? " (dry run)" : "");
+}
+
+static void fail(struct sync *s, const struct diff_key *k, const char *msg)
+{
+	buf_reset(&s->name);
+	diff_key_format(k, &s->name);
+	add_entry(s->res, buf_cstr(&s->name), "failed: %s", msg);
+	err_set(&s->res->failures, ERR_GENERIC, "%s: %s", buf_cstr(&s->name),
+		msg);
+	s->res->failed++;
+	if (s->opts->failed)
+		s->opts->failed(k, msg, s->opts->applied_ctx);
+}
+
+static int apply_one(struct sync *s, const struct diff_object_report *r)
+{
+	struct kube_apply_options ao = {s->app->field_manager, r->force,
+					s->opts->dry_run};
+	const struct app_type *t =
+		app_find_type(s->app, r->key.group, r->key.kind);
+	const struct kube_resource *kr = app_resource_of(s->app, &r->key);
+	struct err e = ERR_INIT;
+	json_t *stored = NULL;
+	int rc;
+
+	if (!r->apply) {
+		s->res->unchanged++;
+		return 0;
+	}
+	if (!kr) {
+		if (s->opts->dry_run && t &&
+		    app_desired_crd(s->desired, t->group, t->kind)) {
+			log_line(s, &r->key,
+				 "created (not checked: its CRD is not "
+				 "served yet)");
+			s->res->applied++;
+			return 0;
+		}
+		buf_reset(&s->name);
+		if (t)
+			app_group_kind(&s->name, t->group, t->kind);
+		err_set(&e, ERR_NOTFOUND, "no resource for %s on the server",
+			buf_cstr(&s->name));
+		fail(s, &r->key, err_first(&e));
+		err_release(&e);
+		return 0;
+	}
+	rc = kube_apply(s->app->client, kr, r->apply, &ao,
+			s->opts->applied && !s->opts->dry_run ? &stored : NULL,
+			&e);
+	if (rc >= 0 && stored)
+		s->opts->applied(&r->key, stored, s->opts->applied_ctx);
+	json_decref(stored);
+	if (rc < 0) {
+		fail(s, &r->key,
+		     err_count(&e) ? err_first(&e) : "apply failed");
+	} else {
+		log_line(s, &r->key,
+			 r->state == DIFF_MISSING ? "created"
+			 : r->force		  ? "configured (forced)"
+						  : "configured");
+		s->res->applied++;
+		if (app_is_crd(&r->key))
+			s->crd_applied = true;
+	}
+	err_release(&e);
+	return 0;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool crd_established(const json_t *crd)
+{
+	const json_t *status = json_object_get(crd, "status");
+	const json_t *conds = json_object_get(status, "conditions"), *c;
+	size_t i;
+
+	json_array_foreach(conds, i, c)
+	{
+		const char *type, *value;
+
+		type = json_string_value(json_object_get(c, "type"));
+		value = json_string_value(json_object_get(c, "status"));
+		if (type && value && !strcmp(type, "Established") &&
+		    !strcmp(value, "True"))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * After the CRDs: wait (bounded) until each desired CRD is Established and
+ * every type it serves is in discovery. Types still not served then fail
+ * their objects in apply_one().
+ */
+static void wait_crds(struct sync *s)
+{
+	const struct kube_resource *crds = NULL;
+	uint64_t deadline =
+		clk_mono_ms() +
+		(s->opts->crd_wait_ms ? s->opts->crd_wait_ms : 60000);
+	unsigned delay = 50;
+
+	if (kube_discovery_find(s->app->disc, "apiextensions.k8s.io", "v1",
+				"CustomResourceDefinition", &crds, NULL) < 0)
+		return;
+	for (;;) {
+		bool pending = false, refresh = false;
+
+		for (size_t i = 0; i < s->desired->len; i++) {
+			const struct diff_object *o = s->desired->items[i];
+			const json_t *spec = json_object_get(o->json, "spec");
+			const char *g = json_string_value(
+				json_object_get(spec, "group"));
+			const char *k = json_string_value(json_object_get(
+				json_object_get(spec, "names"), "kind"));
+			struct app_type *t;
+			json_t *live = NULL;
+
+			if (!app_is_crd(&o->key) || !g || !k ||
+			    !(t = app_find_type(s->app, g, k)) || t->res)
+				continue;
+			if (kube_get(s->app->client, crds, NULL, o->key.name,
+				     &live, NULL) < 0 ||
+			    !crd_established(live)) {
+				json_decref(live);
+				pending = true;
+				continue;
+			}
+			json_decref(live);
+			if (app_resolve_type(s->app, t, NULL) < 0 || !t->res) {
+				pending = true;
+				refresh = true;
+			}
+		}
+		if (!pending || clk_mono_ms() >= deadline)
+			return;
+		sleep_ms(delay);
+		delay = delay < 800 ? delay * 2 : 1000;
+		if (refresh)
+			kube_discovery_invalidate(s->app->disc);
+	}
+}
+
+static bool protected_kind(const struct sync *s, const struct diff_key *k)
+{
+	struct buf gk = BUF_INIT;
+	bool prot = app_is_kind(k, "", "Namespace") ||
+		    app_is_kind(k, "", "PersistentVolumeClaim") ||
+		    app_is_crd(k);
+
+	if (prot && s->opts->prune_allow) {
+		app_group_kind(&gk, k->group, k->kind);
+		for (const char *const *p = s->opts->prune_allow; *p; p++)
+			if (!strcmp(*p, buf_cstr(&gk)))
+				prot = false;
+	}
+	buf_release(&gk);
+	return prot;
+}
+
+/* Delete order: namespaced first, CRDs last (their CRs go with them). */
+static int prune_rank(struct sync *s, const struct diff_key *k)
+{
+	switch (phase_of(s, k)) {
+	case PHASE_NAMESPACED:
+		return 0;
+	case PHASE_CLUSTER:
+		return 1;
+	case PHASE_CRD:
+		return 3;
+	default:
+		return 2;
+	}
+}
+
+static void prune(struct sync *s)
+{
+	struct diff_objset *live = &s->app->live;
+	size_t n = 0;
+
+	/* Count first: over the budget nothing at all is deleted. */
+	for (size_t i = 0; i < s->report->len; i++) {
+		const struct diff_object_report *r = &s->report->objects[i];
+		const struct diff_object *o;
+
+		if (r->state != DIFF_ORPHAN ||
+		    !(o = diff_objset_get(live, &r->key)))
+			continue;
+		if (strcmp(app_label_of(o->json, APP_LABEL_PART_OF),
+			   s->app->id))
+			continue; /* never: only labelled objects are ours */
+		if (!s->opts->prune || protected_kind(s, &r->key)) {
+			log_line(s, &r->key,
+				 !s->opts->prune
+					 ? "orphan, kept (sync --prune deletes "
+					   "it)"
+					 : "orphan, kept (protected kind; see "
+					   "--prune-allow-kind)");
+			s->res->kept++;
+			continue;
+		}
+		n++;
+	}
+	if (!n)
+		return;
+	if (n > s->opts->prune_budget) {
+		buf_reset(&s->name);
+		buf_addf(&s->name,
+			 "prune: %zu objects to delete, over the budget of "
+			 "%zu: nothing pruned (raise --prune-budget)",
+			 n, s->opts->prune_budget);
+		add_entry(s->res, NULL, "%s", buf_cstr(&s->name));
+		err_set(&s->res->failures, ERR_LIMIT, "%s", buf_cstr(&s->name));
+		s->res->failed++;
+		s->res->kept += n;
+		return;
+	}
+	for (int rank = 0; rank < 4; rank++) {
+		for (size_t i = 0; i < s->report->len; i++) {
+			const struct diff_object_report *r =
+				&s->report->objects[i];
+			struct kube_delete_options dopt = {0};
+			const struct kube_resource *res = NULL;
+			const struct diff_object *o;
+			struct err e = ERR_INIT;
+			char *v;
+			int rc;
+
+			if (r->state != DIFF_ORPHAN ||
+			    !(o = diff_objset_get(live, &r->key)) ||
+			    strcmp(app_label_of(o->json, APP_LABEL_PART_OF),
+				   s->app->id) ||
+			    protected_kind(s, &r->key) ||
+			    prune_rank(s, &r->key) != rank)
+				continue;
+			if (s->opts->dry_run) {
+				log_line(s, &r->key, "pruned");
+				s->res->pruned++;
+				continue;
+			}
+			v = app_version_of(o->json);
+			rc = kube_discovery_find(s->app->disc, r->key.group, v,
+						 r->key.kind, &res, &e);
+			free(v);
+			/* Only the object we saw: a new one of that name stays.
+			 */
+			dopt.propagation = "Background";
+			dopt.uid = json_string_value(json_object_get(
+				json_object_get(o->json, "metadata"), "uid"));
+			if (rc == 0)
+				rc = kube_delete(s->app->client, res, r->key.ns,
+						 r->key.name, &dopt, &e);
+			if (rc < 0 && rc != ERR_NOTFOUND) {
+				fail(s, &r->key, err_first(&e));
+			} else {
+				log_line(s, &r->key, "pruned");
+				s->res->pruned++;
+				if (s->opts->pruned)
+					s->opts->pruned(o->json,
+							s->opts->applied_ctx);
+				for (size_t j = 0; j < live->len; j++)
+					if (live->items[j] == o)
+						s->gone[j] = true;
+			}
+			err_release(&e);
+		}
+	}
+}
+
+/* After a prune the parent records fewer kinds: apply it again. */
+static void update_parent(struct sync *s)
+{
+	const struct diff_object *was = NULL;
+	struct kube_apply_options ao = {s->app->field_manager, false, false};
+	struct err e = ERR_INIT;
+	json_t *now = NULL;
+
+	for (size_t i = 0; i < s->desired->len; i++)
+		if (app_is_parent(s->app, &s->desired->items[i]->key))
+			was = s->desired->items[i];
+	if (!was || !s->app->secrets ||
+	    app_build_parent(s->app, s->desired, &s->app->live, s->gone, &now,
+			     &e) < 0)
+		goto out;
+	if (json_equal(now, was->json))
+		goto out;
+	if (kube_apply(s->app->client, s->app->secrets, now, &ao, NULL, &e) < 0)
+		fail(s, &was->key, err_first(&e));
+	else
+		log_line(s, &was->key, "configured (inventory after prune)");
+out:
+	json_decref(now);
+	err_release(&e);
+}
+
+int app_sync(struct app *app, const struct diff_report *report,
+	     const struct diff_objset *desired,
+	     const struct app_sync_options *opts, struct app_sync_result *res,
+	     struct err *err)
+{
+	struct sync s = {app,	   report, desired, opts, res,
+			 BUF_INIT, NULL,   NULL,    false};
+	int error = 0;
+
+	s.done = calloc(report->len + 1, sizeof(*s.done));
+	s.gone = calloc(app->live.len + 1, sizeof(*s.gone));
+	if (!s.done || !s.gone) {
+		error = err_set(err, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int phase = 0; phase < PHASE_COUNT; phase++) {
+		if (phase == PHASE_NAMESPACE && s.crd_applied)
+			wait_crds(&s);
+		for (size_t i = 0; i < report->len; i++) {
+			const struct diff_object_report *r =
+				&report->objects[i];
+
+			if (r->state == DIFF_ORPHAN || s.done[i] ||
+			    (int)phase_of(&s, &r->key) != phase)
+				continue;
+			s.done[i] = true;
+			apply_one(&s, r);
+		}
+	}
+	prune(&s);
+	if (res->pruned && !opts->dry_run)
+		update_parent(&s);
+out:
+	free(s.done);
+	free(s.gone);
+	buf_release(&s.name);
+	return error;
+}
