@@ -871,8 +871,14 @@ static void drop_zero_members(json_t *v)
 	}
 }
 
-/* Is atomic `d` what kube would store as `l` once defaulted? */
-static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l)
+/*
+ * Is atomic `d` (under schema `s`) what kube would store as `l` once
+ * defaulted? Built-in kinds get the defaults of server_defaults(); a
+ * custom resource's value gets its CRD schema's `default`s, as the
+ * apiextensions-apiserver gives them on every write.
+ */
+static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l,
+			 const struct diff_schema *s)
 {
 	const char *key = "";
 	json_t *copy, *lcopy = NULL;
@@ -892,6 +898,8 @@ static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l)
 	if (!(copy = json_deep_copy(d)))
 		return false;
 	server_defaults(copy, key, &c->rep->key);
+	diff_structural(copy, diff_schema_openapi(s), DIFF_STRUCTURAL_DEFAULT,
+			NULL);
 	equal = diff_value_equal(copy, l, false);
 	if (!equal && c->typed && (lcopy = json_deep_copy(l))) {
 		drop_zero_members(copy);
@@ -958,7 +966,8 @@ static int cmp_node(struct cmp *c, const json_t *d, const json_t *l,
 	}
 	type = diff_schema_type_of(s, d);
 	if (type == DIFF_SCHEMA_ATOMIC)
-		return atomic_equal(c, d, l) ? 0 : record(c, DIFF_CHANGED, d, l);
+		return atomic_equal(c, d, l, s) ? 0
+						 : record(c, DIFF_CHANGED, d, l);
 	if (json_typeof(d) != json_typeof(l))
 		return record(c, DIFF_CHANGED, d, l);
 	if (json_is_object(d))

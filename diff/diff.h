@@ -296,6 +296,23 @@ void diff_schemas_free(struct diff_schemas *reg);
 int diff_schemas_add_crd(struct diff_schemas *reg, const json_t *crd,
 			 struct err *err);
 
+/*
+ * Structural pruning and defaulting of a custom resource (or of a value
+ * inside one) under `schema`, a JSONSchemaProps of a CRD version's
+ * openAPIV3Schema, in place, as the apiextensions-apiserver decodes one.
+ * DIFF_STRUCTURAL_PRUNE drops fields the schema does not declare (unless
+ * x-kubernetes-preserve-unknown-fields or additionalProperties keep
+ * them), naming each in `unknown` (a JSON array, may be NULL);
+ * DIFF_STRUCTURAL_DEFAULT gives absent fields their schema default;
+ * DIFF_STRUCTURAL_ROOT says `v` is the resource itself (its apiVersion,
+ * kind and metadata are not the schema's). NULL schema: nothing.
+ */
+#define DIFF_STRUCTURAL_PRUNE 1u
+#define DIFF_STRUCTURAL_DEFAULT 2u
+#define DIFF_STRUCTURAL_ROOT 4u
+void diff_structural(json_t *v, const json_t *schema, unsigned flags,
+		     json_t *unknown);
+
 /* Drop the schema of a group/kind (a deleted CRD). */
 void diff_schemas_remove(struct diff_schemas *reg, const char *group,
 			 const char *kind);

@@ -14,6 +14,12 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 		       const struct diff_options *opts, struct err *err);
 
 /*
+ * The JSONSchemaProps a CRD's schema node was built from (its
+ * `default`s, for diff_structural()); NULL for built-in kinds.
+ */
+const json_t *diff_schema_openapi(const struct diff_schema *s);
+
+/*
  * Append the k: text of a map-list item under the list's schema `list`:
  * its key fields, defaults filled in, as compact JSON sorted by name, byte
  * for byte what diff_json_dump() prints for that object (field sets hold

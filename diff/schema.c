@@ -64,6 +64,8 @@ struct diff_schema {
 	size_t nkeys;
 	const char *const *keys;           /* N_MAP_LIST, sorted by name */
 	const json_t *const *defaults;     /* nkeys entries, NULL: none */
+	const json_t *openapi;             /* a CRD's node: its JSONSchemaProps
+					      (defaults), kept by the pool */
 };
 
 static const struct diff_schema default_node = {.kind = N_DEFAULT};
@@ -901,6 +903,7 @@ static int crd_object(struct crd_ctx *c, const json_t *js, bool pue,
 		return error;
 	if (!(node = pool_zalloc(c->pool, sizeof(*node))))
 		return crd_nomem(c);
+	node->openapi = js;
 	if (!map_type || !strcmp(map_type, "granular"))
 		node->kind = N_STRUCT;
 	else if (!strcmp(map_type, "atomic"))
@@ -974,6 +977,7 @@ static int crd_array(struct crd_ctx *c, const json_t *js, bool pue,
 		return error;
 	if (!(node = pool_zalloc(c->pool, sizeof(*node))))
 		return crd_nomem(c);
+	node->openapi = js;
 	if (items && !json_is_object(items))
 		return crd_fail(c, ERR_INVALID,
 				"items must be a schema object");
@@ -1196,6 +1200,19 @@ int diff_schemas_add_crd(struct diff_schemas *reg, const json_t *crd,
 	    !(e->kind = pool_strndup(&pool, kind, strlen(kind)))) {
 		error = crd_nomem(&c);
 		goto out;
+	}
+	/*
+	 * The nodes point into the versions (their defaults): build them
+	 * from a copy the entry's pool keeps.
+	 */
+	{
+		json_t *copy = json_deep_copy(versions);
+
+		if (pool_keep(&pool, copy) < 0) {
+			error = crd_nomem(&c);
+			goto out;
+		}
+		versions = copy;
 	}
 	/* Every version must be usable; the chosen one is kept. */
 	json_array_foreach (versions, i, v) {
@@ -1686,4 +1703,9 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 out:
 	diff_fieldset_free(w.set);
 	return error < 0 ? error : 0;
+}
+
+const json_t *diff_schema_openapi(const struct diff_schema *s)
+{
+	return s ? s->openapi : NULL;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "diff/diff.h"
 #include "kube-emu/emu.h"
 
 #include "util/banned.h" /* last */
@@ -718,87 +719,6 @@ const char *emu_crd_list_kind(const struct emu_resource *res)
 	return lk;
 }
 
-/*
- * Structural pruning and defaulting of a custom resource, as the
- * apiextensions-apiserver decodes one: fields the version's schema does
- * not declare go (unless x-kubernetes-preserve-unknown-fields or
- * additionalProperties keep them) and are named in `unknown`; absent
- * fields with a default get it.
- */
-static void prune_node(json_t *v, const json_t *schema, struct buf *path,
-		       json_t *unknown, unsigned depth);
-
-static void prune_object(json_t *obj, const json_t *schema, struct buf *path,
-			 json_t *unknown, unsigned depth, bool root)
-{
-	const json_t *props = json_object_get(schema, "properties");
-	const json_t *ap = json_object_get(schema, "additionalProperties");
-	bool keep = json_is_true(json_object_get(
-			    schema, "x-kubernetes-preserve-unknown-fields")) ||
-		    json_is_true(ap);
-	/* the resource's root and embedded resources keep their meta */
-	bool embedded = root || json_is_true(json_object_get(
-					schema, "x-kubernetes-embedded-resource"));
-	size_t plen = path->len;
-	const json_t *ps;
-	const char *k;
-	json_t *v;
-	void *tmp;
-
-	json_object_foreach_safe(obj, tmp, k, v)
-	{
-		if (embedded && (!strcmp(k, "apiVersion") ||
-				 !strcmp(k, "kind") || !strcmp(k, "metadata")))
-			continue;
-		buf_addf(path, "%s%s", plen ? "." : "", k);
-		ps = json_object_get(props, k);
-		if (ps)
-			prune_node(v, ps, path, unknown, depth + 1);
-		else if (json_is_object(ap))
-			prune_node(v, ap, path, unknown, depth + 1);
-		else if (!keep) {
-			if (unknown)
-				json_array_append_new(
-					unknown, json_string(buf_cstr(path)));
-			json_object_del(obj, k);
-		}
-		buf_truncate(path, plen);
-	}
-	json_object_foreach((json_t *)props, k, v)
-	{
-		const json_t *def = json_object_get(v, "default");
-
-		if (def && !json_object_get(obj, k))
-			json_object_set_new(obj, k, json_deep_copy(def));
-	}
-}
-
-/*
- * As structural pruning walks: an object under a schema without
- * properties loses every field (unless the schema preserves unknown
- * fields), an array's items go under its items schema.
- */
-static void prune_node(json_t *v, const json_t *schema, struct buf *path,
-		       json_t *unknown, unsigned depth)
-{
-	const json_t *items = json_object_get(schema, "items");
-	size_t plen = path->len, i;
-	json_t *e;
-
-	if (depth > 64)
-		return;
-	if (json_is_object(v)) {
-		prune_object(v, schema, path, unknown, depth, false);
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, e)
-		{
-			buf_addf(path, "[%zu]", i);
-			prune_node(e, items, path, unknown, depth + 1);
-			buf_truncate(path, plen);
-		}
-	}
-}
-
 json_t *emu_crd_schema(const struct emu_resource *res,
 		       struct emu_crd_scale *scale)
 {
@@ -821,14 +741,15 @@ json_t *emu_crd_schema(const struct emu_resource *res,
 void emu_crd_prune(const struct emu_resource *res, json_t *obj,
 		   json_t *unknown)
 {
-	struct buf path = BUF_INIT;
 	const struct crd_res *c = (const struct crd_res *)res;
 
 	if (!emu_resource_is_custom(res) || !json_is_object(obj))
 		return;
 	pthread_rwlock_rdlock(&crd_lock);
-	if (c->schema)
-		prune_object(obj, c->schema, &path, unknown, 0, true);
+	/* The one structural walk, shared with the comparison (diff/). */
+	diff_structural(obj, c->schema,
+			DIFF_STRUCTURAL_PRUNE | DIFF_STRUCTURAL_DEFAULT |
+				DIFF_STRUCTURAL_ROOT,
+			unknown);
 	pthread_rwlock_unlock(&crd_lock);
-	buf_release(&path);
 }

@@ -3,8 +3,10 @@
 # workloads with probes, env sources, projected volumes, volume claim
 # templates; Services of every type; Ingress, NetworkPolicy, PDB, HPA,
 # PVC, RBAC, quotas, a PriorityClass and a StorageClass), as people write
-# them, against the real server: after one sync syncd finds every object
-# InSync, and a second sync writes nothing.
+# them, and a custom resource whose CRD defaults fields inside atomic
+# values (tests/real/kinds/crd-defaults.yaml), against the real server:
+# after one sync syncd finds every object InSync, and a second sync
+# writes nothing.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 real_need "common kinds on the real server"
 
