@@ -227,6 +227,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	struct buf file = BUF_INIT;
 	char *dir = NULL;
 	uint64_t now = clk_mono_ms();
+	bool forced;
 	int error;
 
 	*stale = false;
@@ -235,10 +236,11 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	 * asked (a push webhook, a sync request); passes run by watch events
 	 * and resyncs use the commit of the last poll.
 	 */
-	if (a->rendered[0] && !a->force_poll && a->polled_ms &&
+	/* Taken and cleared at once: a webhook meanwhile is not lost. */
+	forced = atomic_exchange(&a->force_poll, false);
+	if (a->rendered[0] && !forced && a->polled_ms &&
 	    now - a->polled_ms < a->spec->interval_ms / 10 * 9)
 		return 0;
-	a->force_poll = false;
 	/*
 	 * A source that failed is tried again after its own backoff; until
 	 * then the pass enforces the last good objects (and is no failure:

@@ -7,6 +7,7 @@
 #define CONTROLLER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -57,7 +58,7 @@ struct ctl_app {
 	uint64_t source_retry_ms; /* no poll before then (while stale) */
 	char *source_error;	  /* why the source last failed */
 	uint64_t polled_ms;	  /* when the source was last polled */
-	volatile bool force_poll; /* poll in the next pass (webhook) */
+	atomic_bool force_poll; /* poll in the next pass (set by webhooks) */
 	struct diff_objset objects; /* the last render, never modified,
 				       when it could not be kept on disk */
 	char *render_file;	    /* the last render on disk, or NULL */
@@ -102,9 +103,9 @@ struct controller {
 	struct kube_events *events;	 /* NULL: events off */
 	struct kube_leader *leader;	 /* NULL: no leader election */
 	struct kube_client *leader_client; /* the elector's */
-	volatile bool leading;	 /* this replica writes */
+	atomic_bool leading;	 /* this replica writes */
 	bool started;		 /* controller_start() ran */
-	volatile bool api_ok;	 /* the API server answered */
+	atomic_bool api_ok;	 /* the API server answered */
 };
 
 
