@@ -118,10 +118,11 @@ static void cache_free(struct kube_credential_cache *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->who);
 	free(c->exec_info);
-	buf_release(&c->file_token);
-	buf_release(&c->exec_token);
+	/* Secrets are wiped before their memory goes back. */
+	file_secret_release(&c->file_token);
+	file_secret_release(&c->exec_token);
 	buf_release(&c->exec_cert);
-	buf_release(&c->exec_key);
+	file_secret_release(&c->exec_key);
 	free(c);
 }
 
@@ -139,11 +140,11 @@ void kube_config_release(struct kube_config *cfg)
 	free(cfg->cert_file);
 	free(cfg->key_file);
 	buf_release(&cfg->cert_pem);
-	buf_release(&cfg->key_pem);
-	free(cfg->token);
+	file_secret_release(&cfg->key_pem);
+	file_secret_free(cfg->token);
 	free(cfg->token_file);
 	free(cfg->username);
-	free(cfg->password);
+	file_secret_free(cfg->password);
 	exec_free(cfg->exec);
 	free(cfg->namespace);
 	cache_free(cfg->creds);
@@ -154,9 +155,9 @@ void kube_credentials_release(struct kube_credentials *cr)
 {
 	if (!cr)
 		return;
-	buf_release(&cr->token);
+	file_secret_release(&cr->token);
 	buf_release(&cr->cert_pem);
-	buf_release(&cr->key_pem);
+	file_secret_release(&cr->key_pem);
 }
 
 /* ---------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -83,4 +84,11 @@ void file_secret_release(struct buf *b)
 	if (b->ptr)
 		explicit_bzero(b->ptr, b->alloc);
 	buf_release(b);
+}
+
+void file_secret_free(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
 }

@@ -32,4 +32,7 @@ int file_read_secret(struct buf *out, const char *path, size_t max,
 /* Wipe the secret's bytes, then release the buffer. */
 void file_secret_release(struct buf *b);
 
+/* Wipe a secret string (a token, a password), then free it. NULL: nothing. */
+void file_secret_free(char *s);
+
 #endif

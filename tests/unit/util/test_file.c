@@ -98,3 +98,12 @@ Test(file, secrets_lose_their_trailing_newlines)
 		       "the message never holds the secret");
 	err_release(&err);
 }
+
+Test(file, secret_strings_are_freed_and_null_is_nothing)
+{
+	char *s = strdup("token-value");
+
+	cr_assert_not_null(s);
+	file_secret_free(s); /* wiped, then freed: make valgrind sees no leak */
+	file_secret_free(NULL);
+}
