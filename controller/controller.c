@@ -900,6 +900,11 @@ static int start_election(struct controller *c, struct err *err)
 	ko.max_retries = 1;
 	ko.qps = 20;
 	ko.burst = 20;
+	/* Its Lease requests count in syncd_kube_requests_total too. */
+	if (c->metrics) {
+		ko.on_response = on_response;
+		ko.on_response_ctx = c;
+	}
 	if ((error = kube_client_new(&c->leader_client, &c->conn.cfg, &ko,
 				     err)) < 0 ||
 	    (error = kube_leader_new(&c->leader, c->leader_client, &lo, err)) < 0)

@@ -103,6 +103,20 @@ expect_eq "$(curl -sS --max-time 5 "http://127.0.0.1:$p2/api/v1/apps" | jq -r .l
 	"the standby says so on /api/v1/apps"
 expect_match '^syncd_leader 0$' "$(curl -sS --max-time 5 "http://127.0.0.1:$p2/metrics")" \
 	"the standby's syncd_leader is 0"
+# A standby runs no passes: what it sends is the elector's Lease reads,
+# and they count in syncd_kube_requests_total like every request.
+gets() {
+	curl -sS --max-time 5 "http://127.0.0.1:$p2/metrics" |
+		awk '/^syncd_kube_requests_total\{.*verb="get"/ {n += $NF} END {print n + 0}'
+}
+g0=$(gets)
+sleep 1.5
+g1=$(gets)
+if [ "$g1" -gt "$g0" ]; then
+	ok "the standby's Lease reads are counted ($g0 -> $g1 GETs)"
+else
+	not_ok "the standby's Lease reads are counted: $g0 -> $g1 GETs"
+fi
 ready2=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p2/readyz")
 expect_eq "$ready2" 200 "the standby is ready (as a standby)"
 
