@@ -310,9 +310,7 @@ int app_spec_set(struct app_spec *s, const char **field, const char *value);
 /* Append a copy of `value` to a list option. 0 or ERR_NOMEM. */
 int app_spec_add(struct app_spec *s, enum app_list which, const char *value);
 
-/* The list (NULL-terminated, NULL when empty) and its length. */
-const char *const *app_spec_list(const struct app_spec *s,
-				 enum app_list which);
+/* The length of a list option. */
 size_t app_spec_list_len(const struct app_spec *s, enum app_list which);
 
 /* The limit of one tool run (kustomize, helm, exec); 0: default. */

@@ -86,11 +86,6 @@ void app_spec_set_render_timeout(struct app_spec *s, unsigned ms)
 	bind(s);
 }
 
-const char *const *app_spec_list(const struct app_spec *s, enum app_list which)
-{
-	return (const char *const *)s->lists[which].v;
-}
-
 size_t app_spec_list_len(const struct app_spec *s, enum app_list which)
 {
 	return s->lists[which].len;

@@ -89,7 +89,6 @@ int cli_app_load(struct cli_app *app, const char *path,
 	bool cacheable;
 	int error;
 
-	app->render_cached = false;
 	if ((error = cli_source_prepare(&app->source, path, err)) < 0)
 		return error;
 	if (revision)
@@ -103,7 +102,6 @@ int cli_app_load(struct cli_app *app, const char *path,
 	}
 	cacheable = error == 0 && app_spec_cacheable(&app->spec);
 	if (cacheable && app_render_cache_read(file.ptr, out)) {
-		app->render_cached = true;
 		if (app->source.verbose)
 			log_info("render reused", "tree", app->source.tree,
 				 "objects", "cached", NULL);

@@ -19,7 +19,6 @@ struct cli_app {
 	struct app_spec spec;	 /* what the options say the app is */
 	struct cli_source source;
 	struct option *longopts; /* own + app options, from cli_app_longopts */
-	bool render_cached;	 /* the last load came from the render cache */
 };
 
 /* Fill *app (its spec with every default); release with cli_app_release(). */
