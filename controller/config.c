@@ -550,25 +550,11 @@ static void spec_map(struct walk *w, struct app_spec *a, const json_t *obj,
 	strvec_release(&l);
 }
 
-/* RFC 1123 label, as Kubernetes checks names of namespaces. */
-static bool dns_label(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) &&
-		    !isdigit((unsigned char)s[i]) && s[i] != '-')
-			return false;
-	return true;
-}
-
 static void check_label(struct walk *w, const char *key, const char *value)
 {
 	struct mark m;
 
-	if (!value || dns_label(value))
+	if (!value || diff_dns_label(value, 63))
 		return;
 	m = push_key(w, key);
 	problem(w,

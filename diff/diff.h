@@ -76,6 +76,13 @@ int diff_key_cmp(const struct diff_key *a, const struct diff_key *b);
 int diff_key_format(const struct diff_key *key, struct buf *out);
 
 /*
+ * Whether `s` is a DNS-1123 label of at most `max` characters (63 for
+ * Kubernetes namespace names, 53 for a helm release): lower case letters,
+ * digits and '-', not at either end.
+ */
+bool diff_dns_label(const char *s, size_t max);
+
+/*
  * An object with its identity and where it came from.
  */
 struct diff_object {

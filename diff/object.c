@@ -455,3 +455,16 @@ int diff_objset_default_namespace(struct diff_objset *set, const char *ns,
 	free(crd);
 	return error;
 }
+
+bool diff_dns_label(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > max || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') &&
+		    !(s[i] >= '0' && s[i] <= '9') && s[i] != '-')
+			return false;
+	return true;
+}

@@ -35,23 +35,9 @@ static const char *const debug_hint[] = {
 	NULL,
 };
 
-/* A DNS-1123 label of at most `max` characters. */
-static bool dns_label(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > max || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) &&
-		    !isdigit((unsigned char)s[i]) && s[i] != '-')
-			return false;
-	return true;
-}
-
 int render_helm_check_release(const char *release, struct err *err)
 {
-	if (!release || !dns_label(release, 53))
+	if (!release || !diff_dns_label(release, 53))
 		return err_set(err, ERR_USAGE,
 			       "helm release name \"%s\" is not a DNS-1123 "
 			       "label of at most 53 characters (lower case "
@@ -254,7 +240,7 @@ int render_helm(struct diff_objset *out, const char *root,
 		ns = info->namespace;
 	else
 		ns = "default";
-	if (!dns_label(ns, 63)) {
+	if (!diff_dns_label(ns, 63)) {
 		error = err_set(err, ERR_USAGE,
 				"%s: namespace \"%s\" is not a DNS-1123 label",
 				buf_cstr(&origin), ns);
