@@ -11,7 +11,6 @@
  */
 #include "renderers/render.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
