@@ -184,12 +184,6 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 	return 0;
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static bool crd_established(const json_t *crd)
 {
@@ -257,7 +251,7 @@ static void wait_crds(struct sync *s)
 		}
 		if (!pending || clk_mono_ms() >= deadline)
 			return;
-		sleep_ms(delay);
+		clk_sleep_ms(delay);
 		delay = delay < 800 ? delay * 2 : 1000;
 		if (refresh)
 			kube_discovery_invalidate(s->app->disc);

@@ -12,6 +12,7 @@
 #include "kube-emu/emu.h"
 #include "kube-emu/types.h"
 #include "util/base64.h"
+#include "util/clock.h"
 
 #include "util/banned.h" /* last */
 
@@ -2610,7 +2611,6 @@ static bool inject_faults(struct emu_server *srv, const struct emu_request *req,
 	char *created = NULL;
 	const char *name = t->name;
 	bool has_rv, list = !strcmp(verb, "list"), answered = false;
-	struct timespec ts;
 
 	if (!srv->faults)
 		return false;
@@ -2618,12 +2618,7 @@ static bool inject_faults(struct emu_server *srv, const struct emu_request *req,
 	if (!strcmp(verb, "create") && (created = body_name(req)))
 		name = created;
 	emu_faults_match(srv->faults, verb, t->res, t->ns, name, has_rv, hit);
-	if (hit->latency_ms) {
-		ts.tv_sec = hit->latency_ms / 1000;
-		ts.tv_nsec = (long)(hit->latency_ms % 1000) * 1000000L;
-		while (nanosleep(&ts, &ts) < 0)
-			;
-	}
+	clk_sleep_ms((long)hit->latency_ms);
 	if (hit->code) {
 		emu_reply_json(
 			resp, hit->code,

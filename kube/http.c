@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+
 #include "util/banned.h" /* last */
 
 #define DEFAULT_QPS		   50.0
@@ -114,17 +116,6 @@ static double now_s(const struct timespec *ts)
 	return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts;
-
-	if (ms <= 0)
-		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 /*
  * Take a token, sleeping until one is due. A caller that finds the
@@ -149,7 +140,7 @@ static void rate_wait(struct kube_client *c)
 	pthread_mutex_unlock(&c->rate_lock);
 	if (wait_s > 0) {
 		atomic_fetch_add(&c->throttled, 1);
-		sleep_ms((long)(wait_s * 1000 + 0.5));
+		clk_sleep_ms((long)(wait_s * 1000 + 0.5));
 	}
 }
 
@@ -1010,7 +1001,7 @@ int kube_request_accept(struct kube_client *c, const char *method,
 	retry:
 		attempt++;
 		resp->retries++;
-		sleep_ms(wait);
+		clk_sleep_ms(wait);
 	}
 	if (resp->code < 200 || resp->code >= 300) {
 		error = status_error(resp, method, path, err);

@@ -339,7 +339,7 @@ static int cache_lock(struct source_git *s, struct err *err)
 				       "%s: cache is locked by another "
 				       "process for more than %u ms",
 				       s->display, s->timeout_ms);
-		nanosleep(&(struct timespec){0, 5000000L}, NULL);
+		clk_sleep_ms(5);
 	}
 }
 

@@ -1,7 +1,9 @@
 #include "util/clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/err.h"
 
@@ -148,4 +150,16 @@ int clk_parse_duration(const char *s, unsigned flags, uint64_t *ms)
 	}
 	*ms = total;
 	return 0;
+}
+
+void clk_sleep_ms(long ms)
+{
+	struct timespec ts;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }

@@ -31,6 +31,9 @@ int clk_rfc3339_parse(const char *s, time_t *out);
 /* `t` in UTC as "2026-11-29T10:05:00Z" (whole seconds, as metav1.Time). */
 void clk_rfc3339_format(time_t t, char out[CLK_RFC3339_SIZE]);
 
+/* Sleep `ms` milliseconds (nothing for 0 or less), resumed after signals. */
+void clk_sleep_ms(long ms);
+
 /* Longest duration clk_parse_duration() takes: a year. */
 #define CLK_DURATION_MAX_MS (366ull * 24 * 3600 * 1000)
 

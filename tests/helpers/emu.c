@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "util/base64.h"
+#include "util/clock.h"
 
 #define START_TIMEOUT_MS 10000
 #define STOP_TIMEOUT_MS	 5000
@@ -25,13 +26,6 @@
 #define MAX_ARGS	 64
 #define FILE_CAP	 (1u << 20)
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 /* Read a small file (at most FILE_CAP bytes) into `b`. 0 or -1. */
 static int read_file(const char *path, struct buf *b)
@@ -234,7 +228,7 @@ int test_emu_start(struct test_emu *e, const char *const *extra_args)
 		}
 		if (find_url(e) == 0)
 			break;
-		sleep_ms(POLL_MS);
+		clk_sleep_ms(POLL_MS);
 	}
 	if (!e->url[0]) {
 		fprintf(stderr, "test_emu_start: no \"listening on\" line\n");
@@ -243,7 +237,7 @@ int test_emu_start(struct test_emu *e, const char *const *extra_args)
 	for (; waited < START_TIMEOUT_MS; waited += POLL_MS * 5) {
 		if (ready(e) == 0)
 			return 0;
-		sleep_ms(POLL_MS * 5);
+		clk_sleep_ms(POLL_MS * 5);
 	}
 	fprintf(stderr, "test_emu_start: %s/readyz did not answer\n", e->url);
 fail:
@@ -262,7 +256,7 @@ void test_emu_stop(struct test_emu *e)
 		for (waited = 0; waited < STOP_TIMEOUT_MS; waited += POLL_MS) {
 			if (waitpid(e->pid, &status, WNOHANG) == e->pid)
 				break;
-			sleep_ms(POLL_MS);
+			clk_sleep_ms(POLL_MS);
 		}
 		if (waited >= STOP_TIMEOUT_MS) {
 			kill(e->pid, SIGKILL);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "kube-emu/emu.h"
+#include "util/clock.h"
 
 #include "util/banned.h" /* last */
 
@@ -274,12 +275,6 @@ static json_t *create(const struct emu_resource *res, const char *text)
 	return out;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 /*
  * Poll the store (bounded: about 10 s) until the object has a status
@@ -299,7 +294,7 @@ static json_t *wait_status(const struct emu_resource *res, const char *name,
 		if (v && (want < 0 || json_integer_value(v) == want))
 			return obj;
 		json_decref(obj);
-		sleep_ms(10);
+		clk_sleep_ms(10);
 	}
 	cr_assert_fail("%s %s: no status.%s", res->kind, name, key);
 	return NULL;

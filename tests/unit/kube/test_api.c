@@ -13,6 +13,7 @@
 
 #include "kube/kube.h"
 #include "tests/helpers/emu.h"
+#include "util/clock.h"
 
 #define MANAGER "test"
 
@@ -700,12 +701,6 @@ struct writer {
 	const char *ns;		 /* NULL: "default" */
 };
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 /*
  * Creates ConfigMaps from another thread (its own client: what another
@@ -721,13 +716,13 @@ static void *write_cms(void *arg)
 	unsigned i, waited = 0;
 
 	while (w->wait_for && !*w->wait_for && waited++ < 500)
-		sleep_ms(20);
+		clk_sleep_ms(20);
 	if (kube_client_new(&c2, &cfg, NULL, &e) < 0)
 		return NULL;
 	for (i = 0; i < w->count; i++) {
 		json_t *obj;
 
-		sleep_ms(w->gap_ms);
+		clk_sleep_ms(w->gap_ms);
 		snprintf(name, sizeof(name), "%s%u", w->prefix, i);
 		obj = configmap(w->ns ? w->ns : "default", name, "k", "v");
 		kube_apply(c2, w->cm, obj, &o, NULL, &e);
@@ -918,7 +913,7 @@ static volatile bool stop_later;
 static void *set_stop(void *arg)
 {
 	(void)arg;
-	sleep_ms(300);
+	clk_sleep_ms(300);
 	stop_later = true;
 	return NULL;
 }
@@ -945,7 +940,7 @@ Test(kube_watch, stop_flag_on_a_quiet_stream, .init = setup)
 static void *set_stop_after_5s(void *arg)
 {
 	(void)arg;
-	sleep_ms(5000);
+	clk_sleep_ms(5000);
 	stop_later = true;
 	return NULL;
 }

@@ -48,12 +48,6 @@ static struct kube_discovery *disc;
 static struct elector el[2];
 static struct err err = ERR_INIT;
 
-static void pause_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static void on_started(void *ctx)
 {
@@ -163,7 +157,7 @@ static bool wait_leader(int i, long ms)
 	uint64_t deadline = clk_mono_ms() + ms;
 
 	while (!kube_leader_is_leader(el[i].l) && clk_mono_ms() < deadline)
-		pause_ms(10);
+		clk_sleep_ms(10);
 	return kube_leader_is_leader(el[i].l);
 }
 
@@ -234,7 +228,7 @@ Test(leader, alone_becomes_leader_and_renews)
 	/* renewTime moves on while it leads; acquireTime stays. */
 	deadline = clk_mono_ms() + WAIT_MS;
 	do {
-		pause_ms(50);
+		clk_sleep_ms(50);
 		json_decref(later);
 		later = get_lease();
 	} while (!strcmp(spec_str(later, "renewTime"), renewed) &&
@@ -268,7 +262,7 @@ Test(leader, two_electors_never_both_lead)
 	deadline = clk_mono_ms() + WAIT_MS;
 	while (!kube_leader_is_leader(el[0].l) && !kube_leader_is_leader(el[1].l) &&
 	       clk_mono_ms() < deadline)
-		pause_ms(10);
+		clk_sleep_ms(10);
 
 	deadline = clk_mono_ms() + 3000;
 	while (clk_mono_ms() < deadline) {
@@ -279,7 +273,7 @@ Test(leader, two_electors_never_both_lead)
 		led[0] += a;
 		led[1] += b;
 		samples++;
-		pause_ms(5);
+		clk_sleep_ms(5);
 	}
 	cr_assert_gt(samples, 50);
 	/* One of them led throughout: no hand-over without a failure. */
@@ -311,7 +305,7 @@ Test(leader, release_hands_over_at_once)
 	elector_start(1, 20000, 800, 200);
 	first = 0;
 	second = 1;
-	pause_ms(500); /* the standby has looked at the Lease */
+	clk_sleep_ms(500); /* the standby has looked at the Lease */
 	cr_assert_not(kube_leader_is_leader(el[second].l));
 
 	lease = get_lease();
@@ -346,7 +340,7 @@ Test(leader, crashed_leader_is_replaced_after_lease_duration)
 	elector_start(0, 3000, 800, 200);
 	cr_assert(wait_leader(0, WAIT_MS));
 	elector_start(1, 3000, 800, 200);
-	pause_ms(500);
+	clk_sleep_ms(500);
 	cr_assert_not(kube_leader_is_leader(el[1].l));
 	lease = get_lease();
 	transitions = spec_int(lease, "leaseTransitions");
@@ -357,7 +351,7 @@ Test(leader, crashed_leader_is_replaced_after_lease_duration)
 	cr_assert_not(kube_leader_is_leader(el[0].l));
 
 	/* Shortly after, the Lease is still replica-0's. */
-	pause_ms(500);
+	clk_sleep_ms(500);
 	cr_assert_not(kube_leader_is_leader(el[1].l),
 		      "took a Lease that had not expired");
 	lease = get_lease();
@@ -390,7 +384,7 @@ Test(leader, failed_renewals_stop_leading)
 		     0);
 	deadline = clk_mono_ms() + WAIT_MS;
 	while (atomic_load(&el[0].p.stopped) == 0 && clk_mono_ms() < deadline)
-		pause_ms(10);
+		clk_sleep_ms(10);
 	cr_assert_eq(atomic_load(&el[0].p.stopped), 1,
 		     "stopped_leading was not called");
 	cr_assert_not(kube_leader_is_leader(el[0].l));
@@ -400,7 +394,7 @@ Test(leader, failed_renewals_stop_leading)
 	/* When the API answers again, it leads again (it is the holder). */
 	deadline = clk_mono_ms() + 30000;
 	while (atomic_load(&el[0].p.started) < 2 && clk_mono_ms() < deadline)
-		pause_ms(10);
+		clk_sleep_ms(10);
 	cr_assert_eq(atomic_load(&el[0].p.started), 2);
 	cr_assert(wait_leader(0, WAIT_MS));
 }
@@ -433,7 +427,7 @@ Test(leader, fresh_foreign_lease_is_not_taken)
 	deadline = clk_mono_ms() + WAIT_MS;
 	while (test_emu_count(&emu, "get", LEASES, 200) < 6 &&
 	       clk_mono_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert_geq(test_emu_count(&emu, "get", LEASES, 200), 6);
 	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_eq(atomic_load(&el[0].p.started), 0);

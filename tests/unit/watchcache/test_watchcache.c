@@ -154,12 +154,6 @@ static long now_ms(void)
 	return (long)clk_mono_ms();
 }
 
-static void pause_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static void wait_synced(const char *kind, const char *ns)
 {
@@ -167,7 +161,7 @@ static void wait_synced(const char *kind, const char *ns)
 
 	while (!kube_watchcache_synced(wc, find(kind), ns, NULL) &&
 	       now_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert(kube_watchcache_synced(wc, find(kind), ns, NULL),
 		  "%s in %s never synced", kind, ns ? ns : "all");
 }
@@ -223,7 +217,7 @@ static void wait_value(const char *ns, const char *name, const char *want)
 	long deadline = now_ms() + WAIT_MS;
 
 	while (strcmp(cached_value(ns, name), want) && now_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert_str_eq(cached_value(ns, name), want, "%s/%s", ns, name);
 }
 
@@ -232,7 +226,7 @@ static void wait_heard(const char *value, unsigned n)
 	long deadline = now_ms() + WAIT_MS;
 
 	while (heard_count(value) < n && now_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert_geq(heard_count(value), n, "%s", value);
 }
 
@@ -337,7 +331,7 @@ Test(watchcache, status_dropped, .init = setup)
 	deadline = now_ms() + WAIT_MS;
 	while (!(obj = cached("Namespace", NULL, "team-b")) &&
 	       now_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert_not_null(obj);
 	cr_assert_null(json_object_get(obj, "status"));
 	cr_assert_str_eq(json_string_value(json_object_get(
@@ -364,7 +358,7 @@ Test(watchcache, resumes_without_relist)
 	for (i = 0; i < 6; i++) {
 		snprintf(name, sizeof(name), "w%u", i);
 		apply_cm("default", name, "1", "app");
-		pause_ms(200);
+		clk_sleep_ms(200);
 	}
 	for (i = 0; i < 6; i++) {
 		snprintf(name, sizeof(name), "w%u", i);
@@ -465,7 +459,7 @@ Test(watchcache, label_selector_is_its_own_watch, .init = setup)
 		while (!kube_watchcache_synced(wc, cm, "default",
 					  KUBE_WATCHCACHE_PART_OF_LABEL) &&
 		       now_ms() < deadline)
-			pause_ms(20);
+			clk_sleep_ms(20);
 	}
 	cr_assert_eq(kube_watchcache_list(wc, cm, "default",
 				     KUBE_WATCHCACHE_PART_OF_LABEL, &items, &err),
@@ -499,7 +493,7 @@ Test(watchcache, a_large_list_is_stored_page_by_page, .init = setup)
 		while (!kube_watchcache_synced(wc, cm, NULL,
 					  KUBE_WATCHCACHE_PART_OF_LABEL) &&
 		       now_ms() < deadline)
-			pause_ms(20);
+			clk_sleep_ms(20);
 	}
 	/* Three pages of at most 500: never one list of everything. */
 	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 200), 3);
@@ -539,12 +533,12 @@ Test(watchcache, a_refused_list_stops_the_watch)
 
 		while (!kube_watchcache_refused(wc, cm, NULL, NULL) &&
 		       now_ms() < deadline)
-			pause_ms(20);
+			clk_sleep_ms(20);
 	}
 	cr_assert(kube_watchcache_refused(wc, cm, NULL, NULL));
 	cr_assert_not(kube_watchcache_synced(wc, cm, NULL, NULL));
 	/* Not tried again: the owner watches narrower instead. */
-	pause_ms(1500);
+	clk_sleep_ms(1500);
 	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 403), 1);
 }
 
@@ -568,7 +562,7 @@ Test(watchcache, a_refused_watch_does_not_count_for_all_synced)
 	while (!(kube_watchcache_refused(wc, cm, NULL, NULL) &&
 		 kube_watchcache_synced(wc, ns, NULL, NULL)) &&
 	       now_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert(kube_watchcache_refused(wc, cm, NULL, NULL));
 	cr_assert(kube_watchcache_synced(wc, ns, NULL, NULL));
 	cr_assert(kube_watchcache_all_synced(wc),
@@ -657,14 +651,14 @@ Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
 		       "\"replicas\":1,\"updatedReplicas\":1}}");
 	deadline = now_ms() + WAIT_MS;
 	while (strcmp(cached_deploy_rv(d, "web"), rv) && now_ms() < deadline)
-		pause_ms(20);
+		clk_sleep_ms(20);
 	cr_assert_str_eq(cached_deploy_rv(d, "web"), rv);
 	free(rv);
 	/* ...and a change of the object itself is reported, after it. */
 	free(patch_web(NULL, "{\"metadata\":{\"annotations\":"
 			     "{\"changed\":\"yes\"}}}"));
 	wait_heard("shop", 2);
-	pause_ms(200);
+	clk_sleep_ms(200);
 	cr_assert_eq(heard_count("shop"), 2,
 		     "the status write was reported as a change");
 }
