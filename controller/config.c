@@ -724,7 +724,6 @@ static const json_t *options_block(struct walk *w, const json_t *obj,
 static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 {
 	struct render_app_options *r = &a->render;
-	struct strvec vars = STRVEC_INIT;
 	const json_t *b;
 	int type = RENDER_AUTO, subst = RENDER_SUBST_STRICT;
 	uint64_t timeout_ms = 0;
@@ -804,11 +803,7 @@ static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 		problem(w, "required with type exec");
 		pop(w, m);
 	}
-	get_map(w, obj, "vars", &vars);
-	for (size_t i = 0; i < vars.len; i++)
-		if (strvec_push(&a->vars, vars.v[i]) < 0)
-			w->nomem = true;
-	strvec_release(&vars);
+	get_map(w, obj, "vars", &a->vars);
 	get_list(w, obj, "varsFiles", &a->vars_files);
 	list_files(w, &a->vars_files);
 	/*
