@@ -42,7 +42,9 @@ static void walk_object(json_t *obj, const json_t *schema, unsigned flags,
 		if (embedded && (!strcmp(k, "apiVersion") ||
 				 !strcmp(k, "kind") || !strcmp(k, "metadata")))
 			continue;
-		buf_addf(path, "%s%s", plen ? "." : "", k);
+		/* The path is only for naming pruned fields. */
+		if (unknown)
+			buf_addf(path, "%s%s", plen ? "." : "", k);
 		ps = json_object_get(props, k);
 		if (ps)
 			walk_node(v, ps, inner, path, unknown, depth + 1);
@@ -86,7 +88,8 @@ static void walk_node(json_t *v, const json_t *schema, unsigned flags,
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, e)
 		{
-			buf_addf(path, "[%zu]", i);
+			if (unknown)
+				buf_addf(path, "[%zu]", i);
 			walk_node(e, items, flags, path, unknown, depth + 1);
 			buf_truncate(path, plen);
 		}
