@@ -12,31 +12,26 @@
 # line and the include. Tests and benchmarks may include anything.
 set -euo pipefail
 
-# room: the rooms it may include, lowest first.
-declare -A ALLOWED=(
-	[util]=""
-	[diff]="util"
-	[renderers]="util diff"
-	[kube]="util diff renderers"
-	[source]="util"
-	[app]="util diff renderers kube source"
-	[controller]="util diff renderers kube source app"
-	[syncd]="util diff renderers kube source app controller"
-	[kube-emu]="util diff renderers"
-)
-# room: its public header ("*" for util: one header per primitive;
-# empty for the programs, which nobody includes).
-declare -A PUBLIC=(
+# room: "PUBLIC ALLOWED...": its public header ("*" for util, one header
+# per primitive; "-" for the programs, which nobody includes), then the
+# rooms it may include, lowest first.
+declare -A ROOMS=(
 	[util]="*"
-	[diff]="diff/diff.h"
-	[renderers]="renderers/render.h"
-	[kube]="kube/kube.h"
-	[source]="source/source.h"
-	[app]="app/app.h"
-	[controller]="controller/controller.h"
-	[syncd]=""
-	[kube-emu]=""
+	[diff]="diff/diff.h util"
+	[renderers]="renderers/render.h util diff"
+	[kube]="kube/kube.h util diff renderers"
+	[source]="source/source.h util"
+	[app]="app/app.h util diff renderers kube source"
+	[controller]="controller/controller.h util diff renderers kube source app"
+	[syncd]="- util diff renderers kube source app controller"
+	[kube-emu]="- util diff renderers"
 )
+declare -A ALLOWED PUBLIC
+for room in "${!ROOMS[@]}"; do
+	read -r "PUBLIC[$room]" "ALLOWED[$room]" <<<"${ROOMS[$room]}"
+done
+
+public_of() { [ "${PUBLIC[$1]}" = - ] && echo nothing || echo "only ${PUBLIC[$1]}"; }
 
 check() {
 	local root=$1 bad=0 room file n inc dep allowed
@@ -59,7 +54,7 @@ check() {
 					echo "check-deps: ${file#"$root"/}:$n: includes \"$inc\": $room/ may not use $dep/ (allowed: ${ALLOWED[$room]:-nothing})"
 					bad=1
 				elif [ "${PUBLIC[$dep]}" != "*" ] && [ "$inc" != "${PUBLIC[$dep]}" ]; then
-					echo "check-deps: ${file#"$root"/}:$n: includes \"$inc\": only ${PUBLIC[$dep]:-nothing} of $dep/ is public"
+					echo "check-deps: ${file#"$root"/}:$n: includes \"$inc\": $(public_of "$dep") of $dep/ is public"
 					bad=1
 				fi
 			done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
