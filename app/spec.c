@@ -552,13 +552,18 @@ out:
 	return ok;
 }
 
+static int dump_doc(int fd, void *ctx)
+{
+	return json_dumpfd(ctx, fd, JSON_COMPACT);
+}
+
 bool app_render_cache_write(const char *file, const struct diff_objset *set)
 {
-	struct buf tmp = BUF_INIT, dir = BUF_INIT;
+	struct buf dir = BUF_INIT;
+	struct err err = ERR_INIT;
 	json_t *doc, *objs;
 	const char *slash;
 	size_t i;
-	int fd = -1;
 	bool ok = false;
 
 	doc = json_pack("{s:i, s:[]}", "version", RENDER_CACHE_VERSION,
@@ -570,30 +575,11 @@ bool app_render_cache_write(const char *file, const struct diff_objset *set)
 					set->items[i]->json, "origin",
 					set->items[i]->origin));
 	slash = strrchr(file, '/');
-	if (!doc || !slash || buf_add(&dir, file, slash - file) < 0 ||
-	    (mkdir(dir.ptr, 0700) < 0 && errno != EEXIST) ||
-	    buf_addf(&tmp, "%s.tmp.%ld", file, (long)getpid()) < 0)
-		goto out;
-	fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		goto out;
-	if (json_dumpfd(doc, fd, JSON_COMPACT) < 0 || fsync(fd) < 0) {
-		unlink(tmp.ptr);
-		goto out;
-	}
-	close(fd);
-	fd = -1;
-	if (rename(tmp.ptr, file) < 0)
-		unlink(tmp.ptr);
-	else
-		ok = true;
-out:
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp.ptr);
-	}
+	if (doc && slash && buf_add(&dir, file, slash - file) >= 0 &&
+	    (mkdir(dir.ptr, 0700) == 0 || errno == EEXIST))
+		ok = file_replace(file, dump_doc, doc, &err) == 0;
 	json_decref(doc);
-	buf_release(&tmp);
 	buf_release(&dir);
+	err_release(&err);
 	return ok;
 }

@@ -43,6 +43,7 @@
 #include "kube-emu/tls.h"
 #include "util/base64.h"
 #include "util/clock.h"
+#include "util/file.h"
 
 #include "util/banned.h" /* last */
 
@@ -493,20 +494,15 @@ struct persist {
 	bool failing;	   /* the last write failed (and was reported) */
 };
 
-static int write_all(int fd, const char *p, size_t len)
+/* The dump and a newline: the contents of the --data file. */
+static int fill_text(int fd, void *ctx)
 {
-	ssize_t n;
+	const char *text = ctx;
 
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return file_write_all(fd, text, strlen(text)) < 0 ||
+		       file_write_all(fd, "\n", 1) < 0
+		       ? -1
+		       : 0;
 }
 
 /*
@@ -518,76 +514,35 @@ static int write_all(int fd, const char *p, size_t len)
 static int persist_save(struct persist *p)
 {
 	json_t *doc = emu_store_dump(p->st);
-	char *text = NULL, *tmp = NULL, *slash;
+	struct err err = ERR_INIT;
+	char *text = NULL;
 	const char *rvs, *why = NULL;
-	size_t n;
-	int fd = -1, dfd, error = -1;
+	int error = -1;
 
 	if (!doc || !(text = json_dumps(doc, JSON_COMPACT))) {
 		why = "out of memory";
 		goto out;
 	}
 	rvs = json_string_value(json_object_get(doc, "resourceVersion"));
-	n = strlen(p->path) + sizeof(".tmp.XXXXXX");
-	tmp = malloc(n);
-	if (!tmp) {
-		why = "out of memory";
-		goto out;
-	}
-	snprintf(tmp, n, "%s.tmp.XXXXXX", p->path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		why = strerror(errno);
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) ||
-	    fsync(fd) < 0) {
-		why = strerror(errno);
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		why = strerror(errno);
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, p->path) < 0) {
-		why = strerror(errno);
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-	/* Make the rename itself durable. */
-	slash = strrchr(p->path, '/');
-	if (slash) {
-		char *dir = strndup(p->path, (size_t)(slash - p->path) + 1);
+	if (file_replace(p->path, fill_text, text, &err) < 0) {
+		size_t n = strlen(p->path);
 
-		dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-		free(dir);
-	} else {
-		dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	}
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
+		/* "PATH: cause": the line below names the path already. */
+		why = err_first(&err);
+		if (!strncmp(why, p->path, n) && !strncmp(why + n, ": ", 2))
+			why += n + 2;
+		goto out;
 	}
 	p->saved_rv = rvs ? strtoull(rvs, NULL, 10) : 0;
 	p->failing = false;
 	error = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
 	if (error && !p->failing) {
 		fprintf(stderr, "kube-emu: --data %s: cannot write: %s\n",
 			p->path, why ? why : "unknown error");
 		p->failing = true;
 	}
+	err_release(&err);
 	free(text);
 	json_decref(doc);
 	return error;

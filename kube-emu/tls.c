@@ -22,6 +22,7 @@
 
 #include "kube-emu/tls.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/proc.h"
 
 #include "util/banned.h" /* last */
@@ -64,8 +65,7 @@ static void remove_dir(const char *dir)
 
 static int write_file(const char *path, const char *text, struct buf *msg)
 {
-	size_t len = strlen(text), off = 0;
-	ssize_t n;
+	size_t len = strlen(text);
 	int fd, error = 0;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -73,16 +73,9 @@ static int write_file(const char *path, const char *text, struct buf *msg)
 		buf_addf(msg, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (off < len) {
-		n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			buf_addf(msg, "%s: %s", path, strerror(errno));
-			error = -1;
-			break;
-		}
-		off += (size_t)n;
+	if (file_write_all(fd, text, len) < 0) {
+		buf_addf(msg, "%s: %s", path, strerror(errno));
+		error = -1;
 	}
 	if (close(fd) < 0 && !error) {
 		buf_addf(msg, "%s: %s", path, strerror(errno));

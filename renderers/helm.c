@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/file.h"
+
 #include "util/banned.h" /* last */
 
 static const char missing_msg[] =
@@ -151,7 +153,7 @@ static int write_inline(char **path, const char *text, const char *origin,
 {
 	const char *tmp = getenv("TMPDIR");
 	struct buf name = BUF_INIT;
-	size_t len = strlen(text), done = 0;
+	size_t len = strlen(text);
 	int fd, error = 0;
 
 	*path = NULL;
@@ -166,20 +168,11 @@ static int write_inline(char **path, const char *text, const char *origin,
 				origin, strerror(errno));
 		goto out;
 	}
-	while (done < len) {
-		ssize_t w = write(fd, text + done, len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			error = err_set(err, ERR_IO,
-					"%s: cannot write the temporary values "
-					"file: %s",
-					origin, strerror(errno));
-			break;
-		}
-		done += (size_t)w;
-	}
+	if (file_write_all(fd, text, len) < 0)
+		error = err_set(err, ERR_IO,
+				"%s: cannot write the temporary values file: "
+				"%s",
+				origin, strerror(errno));
 	if (close(fd) < 0 && !error)
 		error = err_set(err, ERR_IO,
 				"%s: cannot write the temporary values file: "

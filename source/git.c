@@ -1094,7 +1094,6 @@ static int write_temp(struct source_git *s, const char *data, size_t len,
 {
 	char *tmpdir = path_join(s->cache, "tmp");
 	int fd = -1, error = 0;
-	size_t off = 0;
 
 	*path = NULL;
 	if (!tmpdir || asprintf(path, "%s/sig-XXXXXX", tmpdir) < 0) {
@@ -1109,16 +1108,9 @@ static int write_temp(struct source_git *s, const char *data, size_t len,
 				err_errno_str(errno));
 		goto out;
 	}
-	while (off < len) {
-		ssize_t w = write(fd, data + off, len - off);
-
-		if (w < 0) {
-			error = err_set(err, ERR_IO, "%s: %s", *path,
-					err_errno_str(errno));
-			goto out;
-		}
-		off += (size_t)w;
-	}
+	if (file_write_all(fd, data, len) < 0)
+		error = err_set(err, ERR_IO, "%s: %s", *path,
+				err_errno_str(errno));
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1552,7 +1544,6 @@ static int write_entry(struct writer *w, int dfd, const git_tree_entry *e,
 	{
 		const char *data = git_blob_rawcontent((git_blob *)obj);
 		size_t size = (size_t)git_blob_rawsize((git_blob *)obj);
-		size_t off = 0;
 
 		if (mode == GIT_FILEMODE_LINK) {
 			char *target = strndup(data, size);
@@ -1590,16 +1581,11 @@ static int write_entry(struct writer *w, int dfd, const git_tree_entry *e,
 					err_errno_str(errno));
 			goto out;
 		}
-		while (off < size) {
-			ssize_t n = write(fd, data + off, size - off);
-
-			if (n < 0) {
-				error = err_set(err, ERR_IO, "%s: %s",
-						buf_cstr(&w->path),
-						err_errno_str(errno));
-				goto out;
-			}
-			off += (size_t)n;
+		if (file_write_all(fd, data, size) < 0) {
+			error = err_set(err, ERR_IO, "%s: %s",
+					buf_cstr(&w->path),
+					err_errno_str(errno));
+			goto out;
 		}
 		fchmod(fd, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0555 : 0444);
 	}
@@ -1703,45 +1689,21 @@ out:
 	buf_release(&b);
 }
 
-/* Replace the state file atomically (write, fsync, rename). */
+static int fill_state(int fd, void *ctx)
+{
+	const struct state *st = ctx;
+
+	return dprintf(fd, "rendered=%s\ncurrent=%s\nprevious=%s\n",
+		       st->rendered, st->current, st->previous) < 0
+		       ? -1
+		       : 0;
+}
+
+/* Replace the state file as a whole (util/file's file_replace()). */
 static int state_write(struct source_git *s, const struct state *st,
 		       struct err *err)
 {
-	char *tmp = NULL;
-	FILE *f = NULL;
-	int fd, error = 0;
-
-	if (asprintf(&tmp, "%s.tmp", s->state_path) < 0) {
-		tmp = NULL;
-		return err_set(err, ERR_NOMEM, "out of memory");
-	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		       0600)) < 0 || !(f = fdopen(fd, "w"))) {
-		error = err_set(err, ERR_IO, "%s: %s", tmp,
-				err_errno_str(errno));
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	fprintf(f, "rendered=%s\ncurrent=%s\nprevious=%s\n", st->rendered,
-		st->current, st->previous);
-	if (fflush(f) || fsync(fileno(f)) || fclose(f)) {
-		f = NULL;
-		error = err_set(err, ERR_IO, "%s: %s", tmp,
-				err_errno_str(errno));
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, s->state_path) < 0)
-		error = err_set(err, ERR_IO, "%s: %s", s->state_path,
-				err_errno_str(errno));
-out:
-	if (f)
-		fclose(f);
-	if (error)
-		unlink(tmp);
-	free(tmp);
-	return error;
+	return file_replace(s->state_path, fill_state, (void *)st, err);
 }
 
 /*

@@ -1,6 +1,7 @@
 #include "util/file.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +92,68 @@ void file_secret_free(char *s)
 	if (s)
 		explicit_bzero(s, strlen(s));
 	free(s);
+}
+
+int file_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int file_replace(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
+		 struct err *err)
+{
+	struct buf tmp = BUF_INIT, dir = BUF_INIT;
+	const char *slash = strrchr(path, '/');
+	int fd = -1, dfd, error = 0;
+
+	if (buf_addf(&tmp, "%s.tmp.XXXXXX", path) < 0 ||
+	    buf_add(&dir, path, slash ? (size_t)(slash - path) + 1 : 0) < 0 ||
+	    (!slash && buf_adds(&dir, ".") < 0)) {
+		error = err_set(err, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((fd = mkstemp(tmp.ptr)) < 0) {
+		error = err_set(err, ERR_IO, "%s: %s", path,
+				err_errno_str(errno));
+		buf_release(&tmp);
+		goto out;
+	}
+	if (fill(fd, ctx) < 0 || fsync(fd) < 0) {
+		error = err_set(err, ERR_IO, "%s: %s", path,
+				err_errno_str(errno));
+		goto out;
+	}
+	error = close(fd);
+	fd = -1;
+	if (error < 0 || rename(tmp.ptr, path) < 0) {
+		error = err_set(err, ERR_IO, "%s: %s", path,
+				err_errno_str(errno));
+		goto out;
+	}
+	buf_release(&tmp);
+	/* Make the rename itself durable. */
+	if ((dfd = open(dir.ptr, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp.len) /* not renamed: the temporary file goes */
+		unlink(tmp.ptr);
+	buf_release(&tmp);
+	buf_release(&dir);
+	return error;
 }

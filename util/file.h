@@ -1,7 +1,8 @@
 /*
- * file: whole-file reads with a size cap, and secret files (tokens,
- * passwords, webhook secrets) read without their trailing newline and
- * wiped when released.
+ * file: whole-file reads with a size cap, whole-file replacement (a
+ * reader sees the old file or the new one, never half of one), and
+ * secret files (tokens, passwords, webhook secrets) read without their
+ * trailing newline and wiped when released.
  */
 #ifndef UTIL_FILE_H
 #define UTIL_FILE_H
@@ -28,6 +29,20 @@ int file_read(struct buf *out, const char *path, const char *name,
  */
 int file_read_secret(struct buf *out, const char *path, size_t max,
 		     struct err *err);
+
+/*
+ * Replace the file at `path` as a whole: `fill` writes the new contents
+ * to `fd`, a temporary file (mode 0600) in the same directory, which is
+ * then synced and renamed over `path`, and the directory synced, so a
+ * reader or a crash sees the old file or the new one. `fill` returns 0,
+ * or -1 with errno set. 0, or ERR_IO naming `path` and the cause (the
+ * temporary file removed).
+ */
+int file_replace(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
+		 struct err *err);
+
+/* Write all of data[0..len) to `fd` (retrying short writes). 0 or -1. */
+int file_write_all(int fd, const void *data, size_t len);
 
 /* Wipe the secret's bytes, then release the buffer. */
 void file_secret_release(struct buf *b);

@@ -2,6 +2,7 @@
  * Whole-file reads with a cap, and secret files.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +107,70 @@ Test(file, secret_strings_are_freed_and_null_is_nothing)
 	cr_assert_not_null(s);
 	file_secret_free(s); /* wiped, then freed: make valgrind sees no leak */
 	file_secret_free(NULL);
+}
+
+static int fill_hello(int fd, void *ctx)
+{
+	return file_write_all(fd, ctx, strlen(ctx));
+}
+
+static int fill_fails(int fd, void *ctx)
+{
+	(void)ctx;
+	if (file_write_all(fd, "half", 4) < 0)
+		return -1;
+	errno = ENOSPC;
+	return -1;
+}
+
+/* Names in the test folder, the temporary files file_replace() leaves. */
+static size_t entries(void)
+{
+	char cmd[128];
+	FILE *p;
+	size_t n = 0;
+	int c;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s", dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while ((c = fgetc(p)) != EOF)
+		n += c == '\n';
+	pclose(p);
+	return n;
+}
+
+Test(file, replace_writes_the_whole_file_or_leaves_the_old_one)
+{
+	const char *path = write_file("state", "old\n");
+	char copy[256];
+	struct buf b = BUF_INIT;
+	struct err err = ERR_INIT;
+
+	snprintf(copy, sizeof(copy), "%s", path);
+	cr_assert_eq(file_replace(copy, fill_hello, (char *)"new contents\n", &err), 0);
+	cr_assert_eq(file_read(&b, copy, "state", 1024, &err), 0);
+	cr_assert_str_eq(buf_cstr(&b), "new contents\n");
+	buf_release(&b);
+
+	/* A failed fill: the old file stays, no temporary file is left. */
+	cr_assert_eq(file_replace(copy, fill_fails, NULL, &err), ERR_IO);
+	cr_assert(strstr(err_first(&err), copy));
+	cr_assert(strstr(err_first(&err), "No space left"));
+	cr_assert_eq(file_read(&b, copy, "state", 1024, NULL), 0);
+	cr_assert_str_eq(buf_cstr(&b), "new contents\n");
+	cr_assert_eq(entries(), 1);
+	buf_release(&b);
+	err_release(&err);
+}
+
+Test(file, replace_in_a_missing_folder_names_the_file)
+{
+	char path[256];
+	struct err err = ERR_INIT;
+
+	snprintf(path, sizeof(path), "%s/none/state", dir);
+	cr_assert_eq(file_replace(path, fill_hello, (char *)"x", &err), ERR_IO);
+	cr_assert(strstr(err_first(&err), path));
+	err_release(&err);
 }
