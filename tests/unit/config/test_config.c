@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "controller/controller.h"
+#include "syncd/cli_render.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -504,4 +505,93 @@ Test(config, reload_compares_globals_and_apps)
 	config_free(a);
 	config_free(b);
 	config_free(d);
+}
+
+/*
+ * Every render flag has a config key meaning the same: the flags below
+ * (one entry per flag of cli_render_longopts, checked) and the keys of
+ * render-parity.yaml fill specs whose render cache keys, a digest of
+ * every setting that decides a render, are equal.
+ */
+Test(config, every_render_flag_has_a_key)
+{
+	static const char *const flags[][2] = {
+		{"renderer", "auto"},
+		{"render-timeout", "2m"},
+		{"include", "*.yaml"},
+		{"include", "*.json"},
+		{"exclude", "skip.yaml"},
+		{"no-recurse", NULL},
+		{"kustomize-bin", "/opt/kustomize"},
+		{"helm-release", "rel"},
+		{"helm-values", "v1.yaml"},
+		{"helm-values", "v2.yaml"},
+		{"helm-set", "image.tag=v2"},
+		{"helm-set", "replicas=3"},
+		{"helm-include-crds", NULL},
+		{"helm-kube-version", "1.36.0"},
+		{"helm-bin", "/opt/helm"},
+		{"jsonnet-file", "main.jsonnet"},
+		{"jsonnet-ext-str", "env=prod"},
+		{"jsonnet-ext-code", "num=1+1"},
+		{"jsonnet-tla-str", "name=x"},
+		{"jsonnet-tla-code", "flag=true"},
+		{"jsonnet-jpath", "lib"},
+		{"jsonnet-jpath", "vendor"},
+		{"plugin-cmd", "render.sh"},
+		{"plugin-arg", "--a"},
+		{"plugin-arg", "b"},
+		{"plugin-env", "MODE=fast"},
+		{"var", "cluster=prod"},
+		{"var", "enabled=true"},
+		{"vars-file", "/etc/syncd/a.env"},
+		{"vars-file", "/etc/syncd/b.env"},
+		{"substitute", "lenient"},
+	};
+	struct config *c = load_ok(CASES "render-parity.yaml");
+	struct app_spec s;
+	struct buf from_file = BUF_INIT, from_flags = BUF_INIT;
+	struct err err = ERR_INIT;
+	size_t nopts = 0;
+
+	app_spec_init(&s);
+	for (const struct option *o = cli_render_longopts; o->name; o++) {
+		bool listed = false;
+
+		nopts++;
+		for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
+			if (!strcmp(flags[i][0], o->name)) {
+				cr_assert_eq(cli_render_option(&s, o->val,
+							       flags[i][1],
+							       &err),
+					     1, "--%s %s", o->name,
+					     flags[i][1] ? flags[i][1] : "");
+				listed = true;
+			}
+		cr_assert(listed, "--%s is not in this test: give it a config "
+				  "key and a line here",
+			  o->name);
+	}
+	cr_assert_gt(nopts, 20);
+	cr_assert_eq(app_spec_set(&s, &s.name, "web"), 0);
+	cr_assert_eq(app_spec_set(&s, &s.namespace, "team"), 0);
+	cr_assert_eq(app_spec_set(&s, &s.git.subpath, "apps/web"), 0);
+	cr_assert_eq(app_render_cache_file(&from_file, &c->apps[0], "/c", "T"),
+		     0);
+	cr_assert_eq(app_render_cache_file(&from_flags, &s, "/c", "T"), 0);
+	cr_assert_str_eq(buf_cstr(&from_flags), buf_cstr(&from_file));
+	/* ... and the digest does see a difference. */
+	for (const struct option *o = cli_render_longopts; o->name; o++)
+		if (!strcmp(o->name, "helm-kube-version"))
+			cr_assert_eq(cli_render_option(&s, o->val, "1.35.0",
+						       &err),
+				     1);
+	buf_reset(&from_flags);
+	cr_assert_eq(app_render_cache_file(&from_flags, &s, "/c", "T"), 0);
+	cr_assert_str_neq(buf_cstr(&from_flags), buf_cstr(&from_file));
+	buf_release(&from_file);
+	buf_release(&from_flags);
+	err_release(&err);
+	app_spec_release(&s);
+	config_free(c);
 }
