@@ -319,9 +319,6 @@ void app_spec_set_render_timeout(struct app_spec *s, unsigned ms);
 /* Append a copy of an ignore rule. 0 or ERR_NOMEM. */
 int app_spec_add_ignore(struct app_spec *s, const struct diff_ignore_rule *r);
 
-/* Whether [s, s+n) is a variable name as Flux takes it: [_a-zA-Z]\w*. */
-bool app_var_name(const char *s, size_t n);
-
 /*
  * Read a variables file: KEY=VALUE lines (blank lines and # comments
  * skipped, one pair of surrounding quotes removed) or a YAML/JSON map of

@@ -145,19 +145,6 @@ void app_spec_release(struct app_spec *s)
 	app_spec_init(s);
 }
 
-/* A variable name as Flux takes it: [_a-zA-Z][_a-zA-Z0-9]*. */
-bool app_var_name(const char *s, size_t n)
-{
-	if (!n || (s[0] >= '0' && s[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* The first non-blank, non-comment line looks like NAME=VALUE. */
 static bool looks_like_dotenv(const char *p, const char *end)
 {
@@ -174,7 +161,7 @@ static bool looks_like_dotenv(const char *p, const char *end)
 			n = 0;
 			while (p + n < e && p[n] != '=')
 				n++;
-			return p + n < e && app_var_name(p, n);
+			return p + n < e && render_var_name(p, n);
 		}
 		p = nl ? nl + 1 : end;
 	}
@@ -218,7 +205,7 @@ static int read_dotenv(struct strvec *out, const char *p, const char *end,
 		n = 0;
 		while (p + n < e_ && p[n] != '=')
 			n++;
-		if (p + n == e_ || !app_var_name(p, n)) {
+		if (p + n == e_ || !render_var_name(p, n)) {
 			e = err_set(err, ERR_PARSE,
 				    "%s:%u: not NAME=VALUE (a name is "
 				    "letters, digits and _)",
@@ -266,7 +253,7 @@ static int read_yaml_vars(struct strvec *out, const struct buf *data,
 		const char *s = num;
 		int e = 0;
 
-		if (!app_var_name(key, strlen(key))) {
+		if (!render_var_name(key, strlen(key))) {
 			e = err_set(err, ERR_INVALID,
 				    "%s: \"%s\" is not a variable name "
 				    "(letters, digits and _)",

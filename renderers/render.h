@@ -124,6 +124,12 @@ struct render_vars {
 };
 
 /*
+ * Whether s[0..n) is a substitution variable name as Flux takes it:
+ * [_a-zA-Z][_a-zA-Z0-9]* (for variables files, --var and --plugin-env).
+ */
+bool render_var_name(const char *s, size_t n);
+
+/*
  * Flux-style post-build substitution in every string value (never in
  * keys) of every object: ${VAR}, ${VAR:=default}, ${VAR:-default}, and
  * $${VAR} for a literal ${VAR}. Objects annotated

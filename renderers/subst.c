@@ -85,6 +85,16 @@ static bool name_char(char c)
 	return name_start(c) || (c >= '0' && c <= '9');
 }
 
+bool render_var_name(const char *s, size_t n)
+{
+	if (!n || !name_start(s[0]))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!name_char(s[i]))
+			return false;
+	return true;
+}
+
 /* The value of name[0..len), or NULL. The last definition wins. */
 static const char *lookup(const struct render_vars *vars, const char *name,
 			  size_t len)
@@ -264,12 +274,9 @@ static int check_vars(const struct render_vars *vars, struct err *err)
 	int error = 0;
 
 	for (size_t i = 0; vars && i < vars->len; i++) {
-		const char *n = vars->names[i], *q = n;
+		const char *n = vars->names[i];
 
-		if (name_start(*q))
-			for (q++; name_char(*q); q++)
-				;
-		if (!*n || !name_start(*n) || *q) {
+		if (!render_var_name(n, strlen(n))) {
 			int e = err_set(err, ERR_INVALID,
 					"substitution variable \"%s\": a name "
 					"is letters, digits and '_', not "

@@ -223,7 +223,7 @@ int cli_render_option(struct app_spec *s, int val, const char *arg,
 	case OPT_PLUGIN_ENV:
 		if ((error = need_pair("--plugin-env", arg, err)) < 0)
 			return error;
-		if (!app_var_name(arg, strcspn(arg, "=")))
+		if (!render_var_name(arg, strcspn(arg, "=")))
 			return err_set(err, ERR_USAGE,
 				       "--plugin-env \"%.*s\": a name is "
 				       "letters, digits and _",
@@ -253,7 +253,7 @@ int cli_render_option(struct app_spec *s, int val, const char *arg,
 	case OPT_VAR:
 		if ((error = need_pair("--var", arg, err)) < 0)
 			return error;
-		if (!app_var_name(arg, strcspn(arg, "=")))
+		if (!render_var_name(arg, strcspn(arg, "=")))
 			return err_set(err, ERR_USAGE,
 				       "--var \"%.*s\": a variable name is "
 				       "letters, digits and _, not starting "
