@@ -256,21 +256,7 @@ fuzz:
 its libFuzzer runtime (apt-get install $(FUZZ_DEB_PACKAGES))"; exit 2; }
 	@$(MAKE) --no-print-directory CC=clang FUZZ=1 SANITIZE=address,undefined \
 		$(foreach t,$(FUZZ_TARGETS),build-fuzz/fuzz/$(t))
-	@for t in $(FUZZ_TARGETS); do \
-		corpus=$$(mktemp -d); \
-		cp -r tests/fuzz/corpus/$$t/. $$corpus/ 2>/dev/null || true; \
-		echo "== $$t: $(FUZZ_SECONDS) s from $$(ls $$corpus | wc -l) seeds"; \
-		build-fuzz/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-			-max_len=65536 -print_final_stats=0 $$corpus \
-			>build-fuzz/fuzz/$$t.log 2>&1; rc=$$?; \
-		rm -rf $$corpus; \
-		tail -n 1 build-fuzz/fuzz/$$t.log; \
-		if [ $$rc -ne 0 ]; then \
-			echo "fuzz: $$t failed (exit $$rc); its log: build-fuzz/fuzz/$$t.log"; \
-			grep -m 20 -A 20 'ERROR\|SUMMARY' build-fuzz/fuzz/$$t.log; \
-			exit 1; \
-		fi; \
-	done
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 $(BUILD)/fuzz/%: $(call obj,tests/fuzz/%.c) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
