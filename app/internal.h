@@ -22,17 +22,22 @@ struct app_type {
 /* A set of strings (group-kinds, namespaces): a vector without repeats. */
 int app_strset_add(struct strvec *s, const char *str);
 
+/* "Kind" or "Kind.group" appended to `out`. */
 void app_group_kind(struct buf *out, const char *group, const char *kind);
 
+/* Whether `k` is of that group and kind. */
 bool app_is_kind(const struct diff_key *k, const char *group, const char *kind);
 
+/* Whether `k` is a CustomResourceDefinition. */
 bool app_is_crd(const struct diff_key *k);
 
 /* A label or annotation of obj, or "" when it has none. */
 const char *app_label_of(const json_t *obj, const char *name);
 
+/* Whether `k` is the app's parent Secret (its inventory). */
 bool app_is_parent(const struct app *app, const struct diff_key *k);
 
+/* The app's type of group/kind, or NULL. */
 struct app_type *app_find_type(struct app *app, const char *group,
 			       const char *kind);
 
@@ -40,6 +45,7 @@ struct app_type *app_find_type(struct app *app, const char *group,
 const struct kube_resource *app_resource_of(struct app *app,
 					    const struct diff_key *k);
 
+/* Record a type the app touches (once); ERR_NOMEM. */
 int app_add_type(struct app *app, const char *group, const char *kind,
 		 const char *version, bool desired);
 
@@ -57,6 +63,7 @@ bool app_type_namespaced(const struct app_type *t,
 /* Resolve a type through discovery; ERR_NOTFOUND leaves res NULL. */
 int app_resolve_type(struct app *app, struct app_type *t, struct err *err);
 
+/* Add a live object to app->live (a new reference; a repeat is dropped). */
 int app_add_live(struct app *app, json_t *obj, struct err *err);
 
 /* The parent as it should be: members are desired objects and `live`. */
