@@ -178,7 +178,7 @@ $(KUBE_EMU): $(call obj,$(EMU_SRC) kube-emu/main.c) $(LIBRENDER) \
 		$(LIBDIFF) $(LIBUTIL)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(EMU_LIBS)
 
-$(EMU_UNIT): $(call obj,$(EMU_SRC) $(EMU_TESTS)) $(LIBRENDER) $(LIBDIFF) \
+$(EMU_UNIT): $(call obj,$(EMU_SRC) $(EMU_TESTS) tests/helpers/cases.c) $(LIBRENDER) $(LIBDIFF) \
 		$(LIBUTIL)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) \

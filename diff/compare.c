@@ -55,10 +55,20 @@ struct cmp {
 	bool secret;
 	bool typed;            /* stored from Go types: zero values dropped */
 
-	/* the current path; owned[i] says whether pe[i].text is ours */
+	/*
+	 * The current path; owned[i] says whether pe[i].text is ours, node[i]
+	 * is the declared value there (NULL under a set).
+	 */
 	struct diff_pe *pe;
 	bool *owned;
+	const json_t **node;
 	size_t depth, alloc;
+
+	/* the declared object as walked, and what the server stores for it */
+	const json_t *droot;
+	json_t *stored;
+	bool stored_done;
+	bool stored_exact;     /* ...read through the kind's Go type */
 
 	struct manager *mgrs;
 	size_t nmgrs;
@@ -127,12 +137,13 @@ static int oom(struct cmp *c)
 
 /* --- the path stack --- */
 
-static int push(struct cmp *c, enum diff_pe_type type, const char *text,
-		bool owned)
+static int push_node(struct cmp *c, enum diff_pe_type type, const char *text,
+		     bool owned, const json_t *node)
 {
 	if (c->depth == c->alloc) {
 		size_t a = c->alloc ? c->alloc * 2 : 32;
 		struct diff_pe *pe = realloc(c->pe, a * sizeof(*pe));
+		const json_t **nd;
 		bool *ow;
 
 		if (!pe)
@@ -141,13 +152,23 @@ static int push(struct cmp *c, enum diff_pe_type type, const char *text,
 		if (!(ow = realloc(c->owned, a * sizeof(*ow))))
 			return oom(c);
 		c->owned = ow;
+		if (!(nd = realloc(c->node, a * sizeof(*nd))))
+			return oom(c);
+		c->node = nd;
 		c->alloc = a;
 	}
 	c->pe[c->depth].type = type;
 	c->pe[c->depth].text = text;
 	c->owned[c->depth] = owned;
+	c->node[c->depth] = node;
 	c->depth++;
 	return 0;
+}
+
+static int push(struct cmp *c, enum diff_pe_type type, const char *text,
+		bool owned)
+{
+	return push_node(c, type, text, owned, NULL);
 }
 
 static void pop(struct cmp *c)
@@ -619,7 +640,7 @@ static int cmp_object(struct cmp *c, const json_t *d, const json_t *l,
 		if (c->depth == 0 && c->secret && !strcmp(k, "stringData") &&
 		    json_is_object(v))
 			continue; /* compared against data, see cmp_string_data */
-		if ((error = push(c, DIFF_PE_FIELD, k, false)) < 0)
+		if ((error = push_node(c, DIFF_PE_FIELD, k, false, v)) < 0)
 			return error;
 		error = cmp_node(c, v, json_object_get(l, k),
 				 diff_schema_field(s, k));
@@ -751,7 +772,7 @@ static int cmp_map_list(struct cmp *c, const json_t *d, const json_t *l,
 			if (off[j] != SIZE_MAX &&
 			    !strcmp(keys.ptr + off[j], key))
 				match = json_array_get(l, j);
-		if ((error = push(c, DIFF_PE_KEY, key, false)) < 0)
+		if ((error = push_node(c, DIFF_PE_KEY, key, false, e)) < 0)
 			goto out;
 		if (!match)
 			error = record(c, DIFF_ABSENT, e, NULL);
@@ -769,77 +790,56 @@ out:
 }
 
 /*
- * Values kube-apiserver defaults inside values that are atomic for
- * server-side apply. An apply replaces an atomic value whole and the
- * server then defaults it again, so a declared value that lacks only
- * these is not drift (kube would store the same object). `key` is the
- * field that holds `v` (its items, for a list).
+ * What the server stores for the declared value at the current path: the
+ * same place in diff_stored_object() of the whole declared object
+ * (computed once, when the first atomic value differs), reached by field
+ * names and by the index of each map-list item in its declared list.
+ * NULL for kinds not served from Go types, or when out of memory.
  */
-static void server_defaults(json_t *v, const char *key,
-			    const struct diff_key *k);
-
-static void set_absent(json_t *obj, const char *field, json_t *value)
+static const json_t *stored_here(struct cmp *c)
 {
-	if (json_is_object(obj) && !json_object_get(obj, field))
-		json_object_set_new(obj, field, value);
-	else
-		json_decref(value);
-}
+	const json_t *n;
 
-static void default_one(json_t *v, const char *key, const struct diff_key *k)
-{
-	const char *kind;
-	json_t *spec;
+	if (!c->stored_done) {
+		c->stored_done = true;
+		struct buf why = BUF_INIT;
 
-	if (!json_is_object(v))
-		return;
-	if (!strcmp(key, "fieldRef")) {
-		set_absent(v, "apiVersion", json_string("v1"));
-	} else if (!strcmp(key, "resourceFieldRef")) {
-		set_absent(v, "divisor", json_string("0"));
-	} else if (!strcmp(key, "subjects") &&
-		   !strcmp(k->group, "rbac.authorization.k8s.io")) {
-		/* A ServiceAccount's apiGroup stays "" (not stored). */
-		kind = json_string_value(json_object_get(v, "kind"));
-		if (kind && (!strcmp(kind, "User") || !strcmp(kind, "Group")))
-			set_absent(v, "apiGroup",
-				   json_string("rbac.authorization.k8s.io"));
-	} else if (!strcmp(key, "serviceAccountToken")) {
-		set_absent(v, "expirationSeconds", json_integer(3600));
-	} else if (!strcmp(key, "volumeClaimTemplates")) {
-		set_absent(v, "apiVersion", json_string("v1"));
-		set_absent(v, "kind", json_string("PersistentVolumeClaim"));
-		spec = json_object_get(v, "spec");
-		set_absent(spec, "volumeMode", json_string("Filesystem"));
-		set_absent(spec, "resources", json_object());
-		set_absent(v, "status", json_pack("{s:s}", "phase", "Pending"));
-	} else if (!strcmp(key, "ports") &&
-		   ((!strcmp(k->group, "networking.k8s.io") &&
-		     !strcmp(k->kind, "NetworkPolicy")) ||
-		    (!*k->group && !strcmp(k->kind, "Endpoints")))) {
-		set_absent(v, "protocol", json_string("TCP"));
-	} else if (!strcmp(key, "onPodConditions")) {
-		set_absent(v, "status", json_string("True"));
+		const char *av = json_string_value(
+			json_object_get(c->droot, "apiVersion"));
+		const char *ver = av && strchr(av, '/') ? strchr(av, '/') + 1
+							 : av;
+
+		c->stored_exact = ver && diff_gotype_root(c->rep->key.group, ver,
+							  c->rep->key.kind) >= 0;
+		if (c->typed && c->droot &&
+		    (c->stored = json_deep_copy(c->droot)) &&
+		    diff_stored_object(c->stored, 0, &why) < 0) {
+			/* The server would refuse it: compare as declared. */
+			json_decref(c->stored);
+			c->stored = NULL;
+		}
+		buf_release(&why);
 	}
-}
+	n = c->stored;
+	for (size_t i = 0; i < c->depth && n; i++) {
+		const json_t *list = i ? c->node[i - 1] : NULL;
+		size_t at;
 
-static void server_defaults(json_t *v, const char *key,
-			    const struct diff_key *k)
-{
-	const char *ck;
-	json_t *child;
-	size_t i;
-
-	if (json_is_array(v)) {
-		json_array_foreach (v, i, child)
-			server_defaults(child, key, k);
-		return;
+		switch (c->pe[i].type) {
+		case DIFF_PE_FIELD:
+			n = json_object_get(n, c->pe[i].text);
+			break;
+		case DIFF_PE_KEY:
+			for (at = 0; at < json_array_size(list); at++)
+				if (json_array_get(list, at) == c->node[i])
+					break;
+			n = json_array_get(n, at);
+			break;
+		default:
+			return NULL;
+		}
 	}
-	if (!json_is_object(v))
-		return;
-	default_one(v, key, k);
-	json_object_foreach (v, ck, child)
-		server_defaults(child, ck, k);
+	return n;
 }
 
 static bool zero_value(const json_t *v);
@@ -872,15 +872,17 @@ static void drop_zero_members(json_t *v)
 }
 
 /*
- * Is atomic `d` (under schema `s`) what kube would store as `l` once
- * defaulted? Built-in kinds get the defaults of server_defaults(); a
- * custom resource's value gets its CRD schema's `default`s, as the
- * apiextensions-apiserver gives them on every write.
+ * Is atomic `d` (under schema `s`) what kube would store as `l`? An
+ * apply replaces an atomic value whole and the server then defaults it
+ * again, so a declared value that lacks only defaults is not drift. A
+ * built-in kind's value is compared as diff_stored_object() says it is
+ * stored; a custom resource's value gets its CRD schema's `default`s, as
+ * the apiextensions-apiserver gives them on every write.
  */
-static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l,
+static bool atomic_equal(struct cmp *c, const json_t *d, const json_t *l,
 			 const struct diff_schema *s)
 {
-	const char *key = "";
+	const json_t *stored;
 	json_t *copy, *lcopy = NULL;
 	bool equal;
 
@@ -889,23 +891,33 @@ static bool atomic_equal(const struct cmp *c, const json_t *d, const json_t *l,
 	/* `rules: []` is stored as `rules: null` (a Go nil slice). */
 	if (c->typed && zero_value(d) && zero_value(l))
 		return true;
-	for (size_t i = c->depth; i-- > 0;) {
-		if (c->pe[i].type == DIFF_PE_FIELD) {
-			key = c->pe[i].text;
-			break;
-		}
+	if (c->typed) {
+		if (!(stored = stored_here(c)))
+			return false;
+		/*
+		 * Read into its Go type and written out again, the value is
+		 * exactly what kube returns; only kinds outside the table of
+		 * Go types still need the zero values left out by hand.
+		 */
+		if (diff_value_equal(stored, l, false) || c->stored_exact)
+			return diff_value_equal(stored, l, false);
+		copy = json_deep_copy(stored);
+	} else {
+		if (!(copy = json_deep_copy(d)))
+			return false;
+		diff_structural(copy, diff_schema_openapi(s),
+				DIFF_STRUCTURAL_DEFAULT, NULL);
+		equal = diff_value_equal(copy, l, false);
+		json_decref(copy);
+		return equal;
 	}
-	if (!(copy = json_deep_copy(d)))
+	if (!copy || !(lcopy = json_deep_copy(l))) {
+		json_decref(copy);
 		return false;
-	server_defaults(copy, key, &c->rep->key);
-	diff_structural(copy, diff_schema_openapi(s), DIFF_STRUCTURAL_DEFAULT,
-			NULL);
-	equal = diff_value_equal(copy, l, false);
-	if (!equal && c->typed && (lcopy = json_deep_copy(l))) {
-		drop_zero_members(copy);
-		drop_zero_members(lcopy);
-		equal = diff_value_equal(copy, lcopy, false);
 	}
+	drop_zero_members(copy);
+	drop_zero_members(lcopy);
+	equal = diff_value_equal(copy, lcopy, false);
 	json_decref(copy);
 	json_decref(lcopy);
 	return equal;
@@ -1404,8 +1416,8 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 		}
 	}
 
-	if ((error = cmp_node(&c, compared ? compared : desired, live,
-			      c.root_schema)) < 0 ||
+	c.droot = compared ? compared : desired;
+	if ((error = cmp_node(&c, c.droot, live, c.root_schema)) < 0 ||
 	    c.error)
 		goto out_error;
 	if (c.secret && (error = cmp_string_data(&c, desired, live)) < 0)
@@ -1535,6 +1547,8 @@ out:
 		pop(&c);
 	free(c.pe);
 	free(c.owned);
+	free(c.node);
+	json_decref(c.stored);
 	owned_paths_free(c.drop, c.ndrop);
 	owned_paths_free(c.gone, c.ngone);
 	owned_paths_free(c.held, c.nheld);

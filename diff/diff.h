@@ -396,6 +396,106 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 int diff_quantity_canonical(const char *text, struct buf *out);
 
 /*
+ * ---------------------------------------------------------------------
+ * The Go types of the built-in kinds (diff/gotypes.c, from the table
+ * diff/gen generates from the k8s.io modules 1.36): how kube-apiserver's
+ * decoder reads a body into them and how it writes them out again.
+ * ---------------------------------------------------------------------
+ */
+
+/* The root type of group/version/kind; -1 for kinds not in the table. */
+int diff_gotype_root(const char *group, const char *version, const char *kind);
+
+/*
+ * The i-th kind of the table (from 0): its group, version, kind and root
+ * type. False past the last one.
+ */
+bool diff_gotype_kind_at(size_t i, const char **group, const char **version,
+			 const char **kind, int *root);
+
+/*
+ * Decode `obj` (in place) as the server's decoder reads it into the Go
+ * type `root`: unknown fields are removed and appended to `unknown` (an
+ * array; may be NULL) as {"path": "spec.template.spec.containers[0].foo",
+ * "typed": ".spec.template.spec.containers[name=\"web\"].foo"} (the
+ * decoder's and SMD's spellings); a null becomes the field's zero value
+ * (the field goes). Returns 0, or -1 with encoding/json's message in
+ * `msg` ("json: cannot unmarshal string into Go struct field
+ * DeploymentSpec.spec.replicas of type int32") for a value of the wrong
+ * JSON type (obj is then unspecified).
+ */
+int diff_gotype_decode(json_t *obj, int root, json_t *unknown, struct buf *msg);
+
+/*
+ * Encode `obj` (in place) as the server writes an object of type `root`:
+ * omitempty fields holding their zero value go, every other field is
+ * written (absent ones as their zero value), members in Go's order.
+ * Values are expected to be decoded already.
+ */
+void diff_gotype_encode(json_t *obj, int root);
+
+/* The encoding of the zero value of `root` (new reference). */
+json_t *diff_gotype_zero(int root);
+
+/*
+ * An openAPIV3Schema of `root` as diff_schemas_add_crd() reads it
+ * (properties, items, additionalProperties, x-kubernetes-list-type,
+ * -list-map-keys, -map-type, key defaults); a type met again below itself
+ * (JSONSchemaProps) is cut off as preserve-unknown-fields. New reference.
+ */
+json_t *diff_gotype_schema(int root);
+
+/* encoding/json's name of a JSON value's type in its errors ("number"). */
+const char *diff_go_json_kind(const json_t *v);
+
+/*
+ * Fields of a decoded object as Go's defaulting sees them, shared by the
+ * model below and kube-emu's registries. A field is "absent" when missing
+ * or null (a nil pointer).
+ */
+bool diff_json_absent(const json_t *o, const char *key);
+/* o[key] = v when o is an object and the field is absent (steals v). */
+void diff_json_default(json_t *o, const char *key, json_t *v);
+/* A Go string field: absent, null and "" all take the default s. */
+void diff_json_default_str(json_t *o, const char *key, const char *s);
+/* o[key] as an object, created ({}) when absent; NULL when not one. */
+json_t *diff_json_child(json_t *o, const char *key);
+/* o[key] when it is a string, else NULL. */
+const char *diff_json_str(const json_t *o, const char *key);
+/* o[key] is the string want. */
+bool diff_json_str_is(const json_t *o, const char *key, const char *want);
+
+/*
+ * What kube-apiserver 1.36 stores for `obj`, a declared object of the
+ * built-in kind group/kind, as far as the object alone decides it:
+ * defaults filled in, Secret stringData folded into data, quantities in
+ * resource.Quantity's canonical form ("0.5" -> "500m"), and the status
+ * fields the Go type always writes. Changes obj in place; other kinds are
+ * left as they are. Cluster IPs, node ports, generated selectors and
+ * admission are not the object's alone and are not done here.
+ * DIFF_STORED_CREATE: the object is being created (a Job without labels
+ * then shares its template's, as the registry does on create).
+ * Returns NULL, or why a quantity in obj does not parse (the first one;
+ * kube refuses the object with that message).
+ */
+#define DIFF_STORED_CREATE 1u
+const char *diff_stored_defaults(json_t *obj, const char *group,
+				 const char *kind, unsigned flags);
+
+/*
+ * The whole of what kube-apiserver 1.36 stores for `obj`, a declared
+ * object of a built-in kind (its apiVersion and kind say which), as far
+ * as the object alone decides it: read into its Go type (unknown fields
+ * dropped, nulls to zero values), diff_stored_defaults(), and written out
+ * again (omitempty zero values left out, other absent fields as their
+ * zero: `resources: {}`, `currentMetrics: null`). Changes obj in place;
+ * kinds without Go types here are only defaulted. Returns 0, or -1 with
+ * the reason the server would refuse the object in `why` (a value of the
+ * wrong JSON type, a quantity that does not parse).
+ */
+int diff_stored_object(json_t *obj, unsigned flags, struct buf *why);
+
+/*
  * Equality of two values as the API server would see them: int 1 equals
  * real 1.0, "1" does not equal 1, objects and arrays deeply (arrays in
  * order). When `quantity` is true, strings and numbers are compared as

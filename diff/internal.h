@@ -20,6 +20,12 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 const json_t *diff_schema_openapi(const struct diff_schema *s);
 
 /*
+ * A JSON number as a manifest would spell it: integers in decimal, reals
+ * in the shortest form that reads back to the same double (0.5, 1e+21).
+ */
+void diff_number_text(const json_t *v, char *out, size_t size);
+
+/*
  * Append the k: text of a map-list item under the list's schema `list`:
  * its key fields, defaults filled in, as compact JSON sorted by name, byte
  * for byte what diff_json_dump() prints for that object (field sets hold

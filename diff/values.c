@@ -14,7 +14,7 @@
  * the input is bounded instead (QTY_MAX_DIGITS digits, exponents up to
  * QTY_MAX_EXPONENT), which bounds the work and the output.
  */
-#include "diff/diff.h"
+#include "diff/internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -217,7 +217,7 @@ out:
  * The text of a non-finite real is not a quantity, which makes the caller
  * fall back to plain equality.
  */
-static void number_text(const json_t *v, char *out, size_t size)
+void diff_number_text(const json_t *v, char *out, size_t size)
 {
 	if (json_is_integer(v)) {
 		snprintf(out, size, "%" JSON_INTEGER_FORMAT,
@@ -245,7 +245,7 @@ static int value_quantity(const json_t *v, struct buf *out)
 		return diff_quantity_canonical(json_string_value(v), out);
 	}
 	if (json_is_number(v)) {
-		number_text(v, num, sizeof(num));
+		diff_number_text(v, num, sizeof(num));
 		return diff_quantity_canonical(num, out);
 	}
 	return ERR_PARSE;

@@ -482,35 +482,6 @@ out:
 	buf_release(&want);
 }
 
-/* Kube's defaults of a CRD spec: singular, listKind, conversion. */
-static void crd_defaults(json_t *crd)
-{
-	json_t *spec = json_object_get(crd, "spec");
-	json_t *names = json_object_get(spec, "names");
-	const char *kind = str_at(names, "kind", NULL);
-	struct buf s = BUF_INIT;
-	const char *p;
-
-	if (!json_is_object(names) || !kind)
-		return;
-	if (!str_at(names, "singular", NULL)) {
-		for (p = kind; *p; p++)
-			buf_addch(&s,
-				  (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a'
-								: *p));
-		json_object_set_new(names, "singular", json_string(s.ptr));
-	}
-	if (!str_at(names, "listKind", NULL)) {
-		buf_reset(&s);
-		buf_addf(&s, "%sList", kind);
-		json_object_set_new(names, "listKind", json_string(s.ptr));
-	}
-	if (!json_object_get(spec, "conversion"))
-		json_object_set_new(spec, "conversion",
-				    json_pack("{s:s}", "strategy", "None"));
-	buf_release(&s);
-}
-
 json_t *emu_crd_prepare(const struct emu_resource *res, json_t *crd)
 {
 	struct causes c = {json_array(), BUF_INIT};
@@ -520,7 +491,6 @@ json_t *emu_crd_prepare(const struct emu_resource *res, json_t *crd)
 
 	if (!json_is_object(json_object_get(crd, "spec")))
 		json_object_set_new(crd, "spec", json_object());
-	crd_defaults(crd);
 	check_crd(crd, &c);
 	if (json_array_size(c.arr)) {
 		buf_addf(&m, "%s.%s \"%s\" is invalid: ", res->kind, res->group,

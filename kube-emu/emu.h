@@ -202,9 +202,6 @@ int emu_crd_path_set(json_t *obj, const char *path, json_t *value);
 /* Go's %q of a string (strconv.Quote, printable UTF-8 kept). */
 void emu_go_quote(struct buf *out, const char *s);
 
-/* encoding/json's name of a JSON value's type in its errors ("number"). */
-const char *emu_go_json_kind(const json_t *v);
-
 /* Go's %v of a float64 (the shortest digits, %e from 1e6 and below 1e-4). */
 void emu_go_float(struct buf *out, double d);
 

@@ -10,7 +10,6 @@
 #include "diff/diff.h"
 #include "renderers/render.h"
 #include "kube-emu/emu.h"
-#include "kube-emu/types.h"
 #include "util/base64.h"
 #include "util/clock.h"
 
@@ -370,7 +369,7 @@ static json_t *decode_patch(const struct emu_request *req, const char *prefix,
 	if (!json_is_object(obj)) {
 		buf_addf(&msg, "%sjson: cannot unmarshal %s into Go value of "
 			       "type map[string]interface {}",
-			 prefix, emu_go_json_kind(obj));
+			 prefix, diff_go_json_kind(obj));
 		json_decref(obj);
 		obj = NULL;
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
@@ -733,10 +732,10 @@ static int field_manager_check(const struct emu_request *req,
 static int target_type(const struct target *t)
 {
 	if (t->sub && !strcmp(t->sub, "scale"))
-		return emu_type_root("autoscaling", "v1", "Scale");
+		return diff_gotype_root("autoscaling", "v1", "Scale");
 	if (emu_resource_is_custom(t->res))
 		return -1;
-	return emu_type_root(t->res->group, t->res->version, t->res->kind);
+	return diff_gotype_root(t->res->group, t->res->version, t->res->kind);
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -843,7 +842,7 @@ static int decode_typed(const struct emu_request *req, const struct target *t,
 		}
 		goto out;
 	}
-	if (emu_types_decode(obj, root, unknown, &why) < 0) {
+	if (diff_gotype_decode(obj, root, unknown, &why) < 0) {
 		buf_addf(&msg, "%s in version \"%s\" cannot be handled as a %s: %s",
 			 kind, t->sub && !strcmp(t->sub, "scale") ? "v1"
 								  : t->res->version,
@@ -1124,7 +1123,7 @@ static int decode_patched(const struct target *t, json_t *doc, int fv,
 		}
 		goto out;
 	}
-	if (emu_types_decode(doc, root, unknown, &why) == 0) {
+	if (diff_gotype_decode(doc, root, unknown, &why) == 0) {
 		if (fv == FV_STRICT && json_array_size(unknown)) {
 			buf_adds(&why, "strict decoding error: ");
 			json_array_foreach(unknown, i, u)
@@ -1752,7 +1751,7 @@ static int apply_typed(const struct target *t, const json_t *body,
 					  json_string_value(
 						  json_array_get(unknown, i))));
 	} else {
-		emu_types_decode(copy, root, unknown, &why);
+		diff_gotype_decode(copy, root, unknown, &why);
 	}
 	if (json_array_size(unknown)) {
 		ns = json_string_value(json_object_get(
@@ -1866,7 +1865,7 @@ static json_t *decode_json_patch(const struct emu_request *req,
 		buf_addf(&msg,
 			 "error decoding patch: json: cannot unmarshal %s into "
 			 "Go value of type []handlers.jsonPatchOp",
-			 emu_go_json_kind(ops));
+			 diff_go_json_kind(ops));
 		json_decref(ops);
 		ops = NULL;
 		emu_reply_status(resp, 400, "BadRequest", msg.ptr);

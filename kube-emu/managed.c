@@ -13,7 +13,6 @@
 
 #include "diff/diff.h"
 #include "kube-emu/emu.h"
-#include "kube-emu/types.h"
 #include "util/clock.h"
 
 #include "util/banned.h" /* last */
@@ -37,25 +36,27 @@ static const char *schema_group(const char *group)
 }
 
 /*
- * The built-in kinds' schemas, from their Go types (types_gen.c) rather
+ * The built-in kinds' schemas, from their Go types (gotypes_gen.c) rather
  * than diff/'s table of list types, registered as CRD schemas are: what
  * kube-apiserver's field manager merges and tracks by. A kind that does
  * not register keeps diff/'s built-in schema.
  */
 static void register_builtins(void)
 {
-	const struct emu_kind_type *k;
+	const char *group, *version, *kind;
 	json_t *crd;
+	int root;
 
-	for (k = emu_kind_types; k->kind; k++) {
+	for (size_t i = 0;
+	     diff_gotype_kind_at(i, &group, &version, &kind, &root); i++) {
 		crd = json_pack("{s:s, s:{s:s}, s:{s:s, s:{s:s}, s:[{s:s, s:b, "
 				"s:b, s:{s:o}}]}}",
 				"kind", "CustomResourceDefinition", "metadata",
-				"name", k->kind, "spec", "group",
-				schema_group(k->group), "names", "kind",
-				k->kind, "versions", "name", k->version,
-				"served", 1, "storage", 1, "schema",
-				"openAPIV3Schema", emu_types_schema(k->type));
+				"name", kind, "spec", "group",
+				schema_group(group), "names", "kind", kind,
+				"versions", "name", version, "served", 1,
+				"storage", 1, "schema", "openAPIV3Schema",
+				diff_gotype_schema(root));
 		if (crd)
 			diff_schemas_add_crd(schemas, crd, NULL);
 		json_decref(crd);
@@ -76,7 +77,7 @@ const struct diff_schema *emu_schema_acquire(const struct emu_resource *res)
 	if (!schemas)
 		return NULL;
 	if (!emu_resource_is_custom(res) &&
-	    emu_type_root(res->group, res->version, res->kind) >= 0)
+	    diff_gotype_root(res->group, res->version, res->kind) >= 0)
 		return diff_schemas_lookup(schemas, schema_group(res->group),
 					   res->kind);
 	return diff_schemas_lookup(schemas, res->group, res->kind);
@@ -473,10 +474,10 @@ static json_t *zero_of(const struct emu_resource *res, const json_t *obj)
 {
 	int root = emu_resource_is_custom(res)
 			   ? -1
-			   : emu_type_root(res->group, res->version, res->kind);
+			   : diff_gotype_root(res->group, res->version, res->kind);
 
 	if (root >= 0)
-		return emu_types_zero(root);
+		return diff_gotype_zero(root);
 	return json_pack("{s:O?, s:O?}", "apiVersion",
 			 json_object_get(obj, "apiVersion"), "kind",
 			 json_object_get(obj, "kind"));

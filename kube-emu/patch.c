@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diff/diff.h"
 #include "kube-emu/emu.h"
 
 #include "util/banned.h" /* last */
@@ -124,7 +125,7 @@ static int json_patch_decode_check(const json_t *ops, struct buf *msg)
 		buf_addf(msg,
 			 "error decoding patch: json: cannot unmarshal %s "
 			 "into Go value of type []handlers.jsonPatchOp",
-			 emu_go_json_kind(ops));
+			 diff_go_json_kind(ops));
 		return 400;
 	}
 	json_array_foreach(ops, i, op)
@@ -136,7 +137,7 @@ static int json_patch_decode_check(const json_t *ops, struct buf *msg)
 				 "error decoding patch: json: cannot unmarshal "
 				 "%s into Go value of type "
 				 "handlers.jsonPatchOp",
-				 emu_go_json_kind(op));
+				 diff_go_json_kind(op));
 			return 400;
 		}
 		json_object_foreach(op, k, v)
@@ -150,7 +151,7 @@ static int json_patch_decode_check(const json_t *ops, struct buf *msg)
 				 "error decoding patch: json: cannot unmarshal "
 				 "%s into Go struct field jsonPatchOp.%s of "
 				 "type string",
-				 emu_go_json_kind(v), k);
+				 diff_go_json_kind(v), k);
 			return 400;
 		}
 	}
@@ -1465,7 +1466,7 @@ json_t *emu_strategic_merge_patch(const json_t *orig, const json_t *patch,
 		buf_addf(msg,
 			 "json: cannot unmarshal %s into Go value of type "
 			 "map[string]interface {}",
-			 emu_go_json_kind(patch));
+			 diff_go_json_kind(patch));
 		return NULL;
 	}
 	for (i = 0; i < sizeof(smp_kinds) / sizeof(smp_kinds[0]); i++)

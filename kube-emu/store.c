@@ -9,9 +9,9 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "diff/diff.h"
 #include "kube-emu/emu.h"
 #include "util/base64.h"
-#include "kube-emu/types.h"
 #include "util/clock.h"
 
 #include "util/banned.h" /* last */
@@ -829,17 +829,17 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 	json_t *status, *before = NULL;
 	int root = emu_resource_is_custom(res)
 			   ? -1
-			   : emu_type_root(res->group, res->version, res->kind);
+			   : diff_gotype_root(res->group, res->version, res->kind);
 
 	/*
 	 * A built-in kind goes through its Go type: decoded (the handler
 	 * has refused what does not decode), defaulted, encoded.
 	 */
 	if (root >= 0)
-		emu_types_decode(obj, root, NULL, &ignored);
+		diff_gotype_decode(obj, root, NULL, &ignored);
 	status = emu_defaults_apply(st, res, obj, old);
 	if (!status && root >= 0)
-		emu_types_encode(obj, root);
+		diff_gotype_encode(obj, root);
 	if (!status && crd)
 		status = emu_crd_prepare(res, obj);
 	if (status)
@@ -857,7 +857,7 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 			goto out;
 		json_decref(emu_defaults_apply(st, res, obj, old));
 		if (root >= 0)
-			emu_types_encode(obj, root);
+			diff_gotype_encode(obj, root);
 	}
 	if ((status = emu_validate_object(res, obj, old, sub)))
 		goto out;
@@ -872,7 +872,7 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 								  "status"),
 						  "storedVersions")));
 		if (root >= 0)
-			emu_types_encode(obj, root);
+			diff_gotype_encode(obj, root);
 	}
 	/*
 	 * Webhook rules name resources, not subresources: a rule on

@@ -198,26 +198,6 @@ void emu_go_quote(struct buf *out, const char *s)
 	buf_addch(out, '"');
 }
 
-const char *emu_go_json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "object";
-	case JSON_ARRAY:
-		return "array";
-	case JSON_STRING:
-		return "string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "bool";
-	default:
-		return "null";
-	}
-}
-
 void emu_go_float(struct buf *out, double d)
 {
 	char text[64];

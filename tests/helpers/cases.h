@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
+#include <jansson.h>
 
 struct case_param {
 	char name[256];
@@ -19,5 +20,14 @@ struct case_param {
  */
 struct criterion_test_params case_dirs(const char *dir,
 				       int (*filter)(const struct dirent *));
+
+/* Keeps the names ending in ".json" (for case_dirs()). */
+int case_json_files(const struct dirent *d);
+
+/*
+ * Remove what JSON pointer `ptr` (RFC 6901: "/spec/ports/0/nodePort")
+ * names in v; nothing when it is absent.
+ */
+void case_pointer_remove(json_t *v, const char *ptr);
 
 #endif

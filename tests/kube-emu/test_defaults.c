@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diff/diff.h"
 #include "kube-emu/emu.h"
-#include "kube-emu/types.h"
 
 #include "util/banned.h" /* last */
 
@@ -69,12 +69,12 @@ static json_t *as_stored(const struct emu_resource *r, json_t *obj,
 {
 	int root = emu_resource_is_custom(r)
 			   ? -1
-			   : emu_type_root(r->group, r->version, r->kind);
+			   : diff_gotype_root(r->group, r->version, r->kind);
 	struct buf ignored = BUF_INIT;
 	json_t *st;
 
 	if (root >= 0)
-		emu_types_decode(obj, root, NULL, &ignored);
+		diff_gotype_decode(obj, root, NULL, &ignored);
 	buf_release(&ignored);
 	if ((st = emu_defaults_apply(&store, r, obj, old)))
 		return st;

@@ -1,6 +1,6 @@
 /*
  * Decoding, encoding, zero values and schemas of the built-in kinds from
- * the generated table of their Go types (types.h, types_gen.c): what
+ * the generated table of their Go types (gotypes.h, gotypes_gen.c): what
  * encoding/json (as sigs.k8s.io/json) does with a body on its way into
  * kube-apiserver's Go structs and out of them again.
  */
@@ -8,35 +8,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff/diff.h"
-#include "kube-emu/emu.h"
-#include "kube-emu/types.h"
+#include "diff/gotypes.h"
+#include "diff/internal.h"
 
 #include "util/banned.h" /* last */
 
 /* Deepest nesting walked; deeper values are kept as they are. */
 #define MAX_DEPTH 64
 
-int emu_type_root(const char *group, const char *version, const char *kind)
+bool diff_gotype_kind_at(size_t i, const char **group, const char **version,
+			 const char **kind, int *root)
 {
-	const struct emu_kind_type *k;
+	const struct diff_gotype_kind *k = diff_gotype_kinds;
 
-	for (k = emu_kind_types; k->kind; k++)
+	for (; k->kind && i; k++, i--)
+		;
+	if (!k->kind)
+		return false;
+	*group = k->group;
+	*version = k->version;
+	*kind = k->kind;
+	*root = k->type;
+	return true;
+}
+
+int diff_gotype_root(const char *group, const char *version, const char *kind)
+{
+	const struct diff_gotype_kind *k;
+
+	for (k = diff_gotype_kinds; k->kind; k++)
 		if (!strcmp(k->group, group) && !strcmp(k->version, version) &&
 		    !strcmp(k->kind, kind))
 			return k->type;
 	return -1;
 }
 
-const struct emu_tfield *emu_type_field(int type, const char *name)
+const struct diff_gotype_field *diff_gotype_field(int type, const char *name)
 {
-	const struct emu_type *t;
+	const struct diff_gotype *t;
 	size_t lo = 0, hi, mid;
 	int c;
 
-	if (type < 0 || (size_t)type >= emu_ntypes)
+	if (type < 0 || (size_t)type >= diff_ngotypes)
 		return NULL;
-	t = &emu_types[type];
+	t = &diff_gotypes[type];
 	hi = t->nfields;
 	while (lo < hi) {
 		mid = (lo + hi) / 2;
@@ -51,7 +66,7 @@ const struct emu_tfield *emu_type_field(int type, const char *name)
 	return NULL;
 }
 
-static bool is_managed_fields(int type, const struct emu_tfield *f);
+static bool is_managed_fields(int type, const struct diff_gotype_field *f);
 
 /* ---- decoding ---- */
 
@@ -73,31 +88,31 @@ struct dec {
  */
 static void type_error(struct dec *d, const json_t *v, int holder, int type)
 {
-	const char *owner = emu_types[holder].gotype, *dot = strrchr(owner, '.');
+	const char *owner = diff_gotypes[holder].gotype, *dot = strrchr(owner, '.');
 	char num[64];
 
 	if (d->error)
 		return;
 	d->error = -1;
 	buf_adds(d->msg, "json: cannot unmarshal ");
-	if (json_is_real(v) && emu_types[type].kind == EMU_T_INT) {
+	if (json_is_real(v) && diff_gotypes[type].kind == DIFF_GT_INT) {
 		snprintf(num, sizeof(num), "%.17g", json_real_value(v));
 		buf_addf(d->msg, "number %s", num);
 	} else {
-		buf_adds(d->msg, emu_go_json_kind(v));
+		buf_adds(d->msg, diff_go_json_kind(v));
 	}
 	buf_addf(d->msg, " into Go struct field %s.%s of type %s",
 		 dot ? dot + 1 : owner, buf_cstr(&d->field),
-		 emu_types[type].gotype);
+		 diff_gotypes[type].gotype);
 }
 
 static void decode_value(struct dec *d, json_t *v, int holder,
-			 const struct emu_tfield *f, int type, unsigned depth);
+			 const struct diff_gotype_field *f, int type, unsigned depth);
 
 static void decode_struct(struct dec *d, json_t *obj, int type, unsigned depth)
 {
 	size_t plen = d->path.len, flen = d->field.len, tlen = d->typed.len;
-	const struct emu_tfield *f;
+	const struct diff_gotype_field *f;
 	const char *k;
 	json_t *v;
 	void *tmp;
@@ -107,7 +122,7 @@ static void decode_struct(struct dec *d, json_t *obj, int type, unsigned depth)
 		buf_addf(&d->path, "%s%s", plen ? "." : "", k);
 		buf_addf(&d->field, "%s%s", flen ? "." : "", k);
 		buf_addf(&d->typed, ".%s", k);
-		f = emu_type_field(type, k);
+		f = diff_gotype_field(type, k);
 		if (!f) {
 			if (d->unknown)
 				json_array_append_new(
@@ -133,7 +148,7 @@ static void decode_struct(struct dec *d, json_t *obj, int type, unsigned depth)
  * map-list, [="v"] in a set, [3] otherwise.
  */
 static void typed_item(struct buf *out, const json_t *item,
-		       const struct emu_tfield *f, size_t i)
+		       const struct diff_gotype_field *f, size_t i)
 {
 	struct buf text = BUF_INIT;
 	struct diff_pe pe;
@@ -141,7 +156,7 @@ static void typed_item(struct buf *out, const json_t *item,
 	const char *const *k;
 	json_t *key = NULL;
 
-	if (f && f->rel == EMU_REL_MAP && json_is_object(item)) {
+	if (f && f->rel == DIFF_GT_REL_MAP && json_is_object(item)) {
 		key = json_object();
 		for (k = f->keys; k && *k; k++)
 			if (json_object_get(item, *k))
@@ -149,7 +164,7 @@ static void typed_item(struct buf *out, const json_t *item,
 						json_object_get(item, *k));
 		pe.type = DIFF_PE_KEY;
 		diff_json_dump(key, 0, &text);
-	} else if (f && f->rel == EMU_REL_SET && !json_is_object(item) &&
+	} else if (f && f->rel == DIFF_GT_REL_SET && !json_is_object(item) &&
 		   !json_is_array(item)) {
 		pe.type = DIFF_PE_VALUE;
 		diff_json_dump(item, 0, &text);
@@ -165,9 +180,9 @@ static void typed_item(struct buf *out, const json_t *item,
 }
 
 static void decode_value(struct dec *d, json_t *v, int holder,
-			 const struct emu_tfield *f, int type, unsigned depth)
+			 const struct diff_gotype_field *f, int type, unsigned depth)
 {
-	const struct emu_type *t = &emu_types[type];
+	const struct diff_gotype *t = &diff_gotypes[type];
 	size_t plen = d->path.len, tlen = d->typed.len, i;
 	const char *k;
 	json_t *e;
@@ -176,12 +191,12 @@ static void decode_value(struct dec *d, json_t *v, int holder,
 	if (depth > MAX_DEPTH || json_is_null(v))
 		return;
 	switch (t->kind) {
-	case EMU_T_STRUCT:
+	case DIFF_GT_STRUCT:
 		if (!(ok = json_is_object(v)))
 			break;
 		decode_struct(d, v, type, depth);
 		return;
-	case EMU_T_SLICE:
+	case DIFF_GT_SLICE:
 		if (!(ok = json_is_array(v)))
 			break;
 		json_array_foreach(v, i, e)
@@ -193,7 +208,7 @@ static void decode_value(struct dec *d, json_t *v, int holder,
 			buf_truncate(&d->typed, tlen);
 		}
 		return;
-	case EMU_T_MAP:
+	case DIFF_GT_MAP:
 		if (!(ok = json_is_object(v)))
 			break;
 		json_object_foreach(v, k, e)
@@ -205,39 +220,39 @@ static void decode_value(struct dec *d, json_t *v, int holder,
 			buf_truncate(&d->typed, tlen);
 		}
 		return;
-	case EMU_T_STRING:
-	case EMU_T_BYTES:
-	case EMU_T_TIME:
-	case EMU_T_MICRO_TIME:
-	case EMU_T_DURATION:
+	case DIFF_GT_STRING:
+	case DIFF_GT_BYTES:
+	case DIFF_GT_TIME:
+	case DIFF_GT_MICRO_TIME:
+	case DIFF_GT_DURATION:
 		ok = json_is_string(v);
 		break;
-	case EMU_T_BOOL:
+	case DIFF_GT_BOOL:
 		ok = json_is_boolean(v);
 		break;
-	case EMU_T_INT:
+	case DIFF_GT_INT:
 		ok = json_is_integer(v);
 		break;
-	case EMU_T_FLOAT:
+	case DIFF_GT_FLOAT:
 		ok = json_is_number(v);
 		break;
-	case EMU_T_INT_OR_STRING:
+	case DIFF_GT_INT_OR_STRING:
 		ok = json_is_integer(v) || json_is_string(v);
 		break;
-	case EMU_T_QUANTITY:
+	case DIFF_GT_QUANTITY:
 		/* Its own parser (defaults.c) words what it refuses. */
-	case EMU_T_RAW:
+	case DIFF_GT_RAW:
 		break;
 	}
 	if (!ok)
 		type_error(d, v, holder, type);
 }
 
-int emu_types_decode(json_t *obj, int root, json_t *unknown, struct buf *msg)
+int diff_gotype_decode(json_t *obj, int root, json_t *unknown, struct buf *msg)
 {
 	struct dec d = {unknown, msg, BUF_INIT, BUF_INIT, BUF_INIT, 0};
 
-	if (root >= 0 && (size_t)root < emu_ntypes && json_is_object(obj))
+	if (root >= 0 && (size_t)root < diff_ngotypes && json_is_object(obj))
 		decode_struct(&d, obj, root, 0);
 	buf_release(&d.path);
 	buf_release(&d.typed);
@@ -253,52 +268,52 @@ static void encode_value(json_t *v, int type, unsigned depth);
  * An object's managedFields are the server's own bookkeeping, written
  * and shared between stored objects by the store: never walked here.
  */
-static bool is_managed_fields(int type, const struct emu_tfield *f)
+static bool is_managed_fields(int type, const struct diff_gotype_field *f)
 {
 	return !strcmp(f->name, "managedFields") &&
-	       !strcmp(emu_types[type].name,
+	       !strcmp(diff_gotypes[type].name,
 		       "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
 }
 
 /* The zero value of a field that Go writes when it is absent (NULL: it
  * writes nothing). */
-static json_t *zero_field(const struct emu_tfield *f, unsigned depth)
+static json_t *zero_field(const struct diff_gotype_field *f, unsigned depth)
 {
-	const struct emu_type *t = &emu_types[f->type];
+	const struct diff_gotype *t = &diff_gotypes[f->type];
 	json_t *z;
 
-	if (f->flags & EMU_TF_POINTER)
-		return f->flags & EMU_TF_OMITEMPTY ? NULL : json_null();
+	if (f->flags & DIFF_GT_F_POINTER)
+		return f->flags & DIFF_GT_F_OMITEMPTY ? NULL : json_null();
 	switch (t->kind) {
-	case EMU_T_STRUCT:
-		if (f->flags & EMU_TF_OMITZERO)
+	case DIFF_GT_STRUCT:
+		if (f->flags & DIFF_GT_F_OMITZERO)
 			return NULL;
 		z = json_object();
 		encode_value(z, f->type, depth + 1);
 		return z;
-	case EMU_T_QUANTITY:
-		return f->flags & EMU_TF_OMITZERO ? NULL : json_string("0");
-	case EMU_T_INT_OR_STRING:
-		return f->flags & EMU_TF_OMITZERO ? NULL : json_integer(0);
-	case EMU_T_DURATION:
-		return f->flags & EMU_TF_OMITZERO ? NULL : json_string("0s");
-	case EMU_T_TIME:
-	case EMU_T_MICRO_TIME:
-	case EMU_T_RAW:
-		return f->flags & EMU_TF_OMITZERO ? NULL : json_null();
+	case DIFF_GT_QUANTITY:
+		return f->flags & DIFF_GT_F_OMITZERO ? NULL : json_string("0");
+	case DIFF_GT_INT_OR_STRING:
+		return f->flags & DIFF_GT_F_OMITZERO ? NULL : json_integer(0);
+	case DIFF_GT_DURATION:
+		return f->flags & DIFF_GT_F_OMITZERO ? NULL : json_string("0s");
+	case DIFF_GT_TIME:
+	case DIFF_GT_MICRO_TIME:
+	case DIFF_GT_RAW:
+		return f->flags & DIFF_GT_F_OMITZERO ? NULL : json_null();
 	default:
 		break;
 	}
-	if (f->flags & (EMU_TF_OMITEMPTY | EMU_TF_OMITZERO))
+	if (f->flags & (DIFF_GT_F_OMITEMPTY | DIFF_GT_F_OMITZERO))
 		return NULL;
 	switch (t->kind) {
-	case EMU_T_STRING:
+	case DIFF_GT_STRING:
 		return json_string("");
-	case EMU_T_BOOL:
+	case DIFF_GT_BOOL:
 		return json_false();
-	case EMU_T_INT:
+	case DIFF_GT_INT:
 		return json_integer(0);
-	case EMU_T_FLOAT:
+	case DIFF_GT_FLOAT:
 		return json_real(0);
 	default:
 		return json_null(); /* nil slice, map or []byte */
@@ -306,27 +321,27 @@ static json_t *zero_field(const struct emu_tfield *f, unsigned depth)
 }
 
 /* Does encoding/json's omitempty leave out this (present) value? */
-static bool omitted(const struct emu_tfield *f, const json_t *v)
+static bool omitted(const struct diff_gotype_field *f, const json_t *v)
 {
-	const struct emu_type *t = &emu_types[f->type];
+	const struct diff_gotype *t = &diff_gotypes[f->type];
 
 	if (json_is_null(v))
-		return (f->flags & (EMU_TF_OMITEMPTY | EMU_TF_OMITZERO)) != 0;
-	if (!(f->flags & EMU_TF_OMITEMPTY) || (f->flags & EMU_TF_POINTER))
+		return (f->flags & (DIFF_GT_F_OMITEMPTY | DIFF_GT_F_OMITZERO)) != 0;
+	if (!(f->flags & DIFF_GT_F_OMITEMPTY) || (f->flags & DIFF_GT_F_POINTER))
 		return false;
 	switch (t->kind) {
-	case EMU_T_STRING:
-	case EMU_T_BYTES:
+	case DIFF_GT_STRING:
+	case DIFF_GT_BYTES:
 		return json_is_string(v) && !json_string_length(v);
-	case EMU_T_BOOL:
+	case DIFF_GT_BOOL:
 		return json_is_false(v);
-	case EMU_T_INT:
+	case DIFF_GT_INT:
 		return json_is_integer(v) && !json_integer_value(v);
-	case EMU_T_FLOAT:
+	case DIFF_GT_FLOAT:
 		return json_is_number(v) && json_number_value(v) == 0;
-	case EMU_T_SLICE:
+	case DIFF_GT_SLICE:
 		return json_is_array(v) && !json_array_size(v);
-	case EMU_T_MAP:
+	case DIFF_GT_MAP:
 		return json_is_object(v) && !json_object_size(v);
 	default:
 		return false; /* structs are never empty to omitempty */
@@ -335,7 +350,7 @@ static bool omitted(const struct emu_tfield *f, const json_t *v)
 
 static int order_cmp(const void *a, const void *b)
 {
-	const struct emu_tfield *const *x = a, *const *y = b;
+	const struct diff_gotype_field *const *x = a, *const *y = b;
 
 	return (*x)->order - (*y)->order;
 }
@@ -347,8 +362,8 @@ static int order_cmp(const void *a, const void *b)
  */
 static void encode_struct(json_t *obj, int type, unsigned depth)
 {
-	const struct emu_type *t = &emu_types[type];
-	const struct emu_tfield *inline_f[64], **fields = inline_f;
+	const struct diff_gotype *t = &diff_gotypes[type];
+	const struct diff_gotype_field *inline_f[64], **fields = inline_f;
 	json_t *inline_v[64], **vals = inline_v, *extra, *v;
 	const char *k;
 	size_t i;
@@ -386,7 +401,7 @@ static void encode_struct(json_t *obj, int type, unsigned depth)
 	extra = json_object();
 	json_object_foreach(obj, k, v)
 	{
-		if (!emu_type_field(type, k))
+		if (!diff_gotype_field(type, k))
 			json_object_set(extra, k, v);
 	}
 	json_object_clear(obj);
@@ -403,7 +418,7 @@ static void encode_struct(json_t *obj, int type, unsigned depth)
 
 static void encode_value(json_t *v, int type, unsigned depth)
 {
-	const struct emu_type *t = &emu_types[type];
+	const struct diff_gotype *t = &diff_gotypes[type];
 	const char *k;
 	json_t *e;
 	size_t i;
@@ -411,17 +426,17 @@ static void encode_value(json_t *v, int type, unsigned depth)
 	if (!v || depth > MAX_DEPTH)
 		return;
 	switch (t->kind) {
-	case EMU_T_STRUCT:
+	case DIFF_GT_STRUCT:
 		if (json_is_object(v))
 			encode_struct(v, type, depth);
 		return;
-	case EMU_T_SLICE:
+	case DIFF_GT_SLICE:
 		json_array_foreach(v, i, e)
 		{
 			encode_value(e, t->elem, depth + 1);
 		}
 		return;
-	case EMU_T_MAP:
+	case DIFF_GT_MAP:
 		json_object_foreach(v, k, e)
 		{
 			encode_value(e, t->elem, depth + 1);
@@ -432,31 +447,31 @@ static void encode_value(json_t *v, int type, unsigned depth)
 	}
 }
 
-void emu_types_encode(json_t *obj, int root)
+void diff_gotype_encode(json_t *obj, int root)
 {
-	if (root >= 0 && (size_t)root < emu_ntypes && json_is_object(obj))
+	if (root >= 0 && (size_t)root < diff_ngotypes && json_is_object(obj))
 		encode_struct(obj, root, 0);
 }
 
-json_t *emu_types_zero(int root)
+json_t *diff_gotype_zero(int root)
 {
 	json_t *obj = json_object();
 
-	emu_types_encode(obj, root);
+	diff_gotype_encode(obj, root);
 	return obj;
 }
 
 /* ---- schemas ---- */
 
-static json_t *schema_of(int type, enum emu_rel rel, const char *const *keys,
+static json_t *schema_of(int type, enum diff_gotype_rel rel, const char *const *keys,
 			 int *stack, unsigned depth);
 
-static json_t *schema_struct(int type, enum emu_rel rel, int *stack,
+static json_t *schema_struct(int type, enum diff_gotype_rel rel, int *stack,
 			     unsigned depth)
 {
-	const struct emu_type *t = &emu_types[type];
+	const struct diff_gotype *t = &diff_gotypes[type];
 	json_t *props = json_object(), *s, *p;
-	const struct emu_tfield *f;
+	const struct diff_gotype_field *f;
 	size_t i;
 
 	for (i = 0; i < t->nfields; i++) {
@@ -465,7 +480,7 @@ static json_t *schema_struct(int type, enum emu_rel rel, int *stack,
 		json_object_set_new(props, f->name, p);
 	}
 	s = json_pack("{s:s, s:o}", "type", "object", "properties", props);
-	if (rel == EMU_REL_ATOMIC || t->rel == EMU_REL_ATOMIC)
+	if (rel == DIFF_GT_REL_ATOMIC || t->rel == DIFF_GT_REL_ATOMIC)
 		json_object_set_new(s, "x-kubernetes-map-type",
 				    json_string("atomic"));
 	return s;
@@ -474,11 +489,11 @@ static json_t *schema_struct(int type, enum emu_rel rel, int *stack,
 /* The defaults of a map-list's key fields, on the items' properties. */
 static void key_defaults(json_t *items, int elem, const char *const *keys)
 {
-	const struct emu_tfield *f;
+	const struct diff_gotype_field *f;
 	json_t *def, *prop;
 
 	for (; keys && *keys; keys++) {
-		f = emu_type_field(elem, *keys);
+		f = diff_gotype_field(elem, *keys);
 		prop = json_object_get(json_object_get(items, "properties"),
 				       *keys);
 		if (!f || !f->def || !prop)
@@ -489,16 +504,16 @@ static void key_defaults(json_t *items, int elem, const char *const *keys)
 	}
 }
 
-static json_t *schema_of(int type, enum emu_rel rel, const char *const *keys,
+static json_t *schema_of(int type, enum diff_gotype_rel rel, const char *const *keys,
 			 int *stack, unsigned depth)
 {
-	const struct emu_type *t = &emu_types[type];
+	const struct diff_gotype *t = &diff_gotypes[type];
 	const char *const *key;
 	json_t *s, *items, *k;
 	unsigned i;
 
 	switch (t->kind) {
-	case EMU_T_STRUCT:
+	case DIFF_GT_STRUCT:
 		for (i = 0; i < depth; i++)
 			if (stack[i] == type)
 				return json_pack("{s:s, s:b}", "type", "object",
@@ -509,15 +524,15 @@ static json_t *schema_of(int type, enum emu_rel rel, const char *const *keys,
 			return json_object();
 		stack[depth] = type;
 		return schema_struct(type, rel, stack, depth);
-	case EMU_T_SLICE:
-		items = schema_of(t->elem, EMU_REL_DEFAULT, NULL, stack, depth);
+	case DIFF_GT_SLICE:
+		items = schema_of(t->elem, DIFF_GT_REL_DEFAULT, NULL, stack, depth);
 		s = json_pack("{s:s, s:o}", "type", "array", "items", items);
 		switch (rel) {
-		case EMU_REL_SET:
+		case DIFF_GT_REL_SET:
 			json_object_set_new(s, "x-kubernetes-list-type",
 					    json_string("set"));
 			break;
-		case EMU_REL_MAP:
+		case DIFF_GT_REL_MAP:
 			json_object_set_new(s, "x-kubernetes-list-type",
 					    json_string("map"));
 			k = json_array();
@@ -532,41 +547,61 @@ static json_t *schema_of(int type, enum emu_rel rel, const char *const *keys,
 			break;
 		}
 		return s;
-	case EMU_T_MAP:
+	case DIFF_GT_MAP:
 		s = json_pack("{s:s, s:o}", "type", "object",
 			      "additionalProperties",
-			      schema_of(t->elem, EMU_REL_DEFAULT, NULL, stack,
+			      schema_of(t->elem, DIFF_GT_REL_DEFAULT, NULL, stack,
 					depth));
-		if (rel == EMU_REL_ATOMIC)
+		if (rel == DIFF_GT_REL_ATOMIC)
 			json_object_set_new(s, "x-kubernetes-map-type",
 					    json_string("atomic"));
 		return s;
-	case EMU_T_STRING:
-	case EMU_T_BYTES:
-	case EMU_T_TIME:
-	case EMU_T_MICRO_TIME:
-	case EMU_T_DURATION:
+	case DIFF_GT_STRING:
+	case DIFF_GT_BYTES:
+	case DIFF_GT_TIME:
+	case DIFF_GT_MICRO_TIME:
+	case DIFF_GT_DURATION:
 		return json_pack("{s:s}", "type", "string");
-	case EMU_T_BOOL:
+	case DIFF_GT_BOOL:
 		return json_pack("{s:s}", "type", "boolean");
-	case EMU_T_INT:
+	case DIFF_GT_INT:
 		return json_pack("{s:s}", "type", "integer");
-	case EMU_T_FLOAT:
+	case DIFF_GT_FLOAT:
 		return json_pack("{s:s}", "type", "number");
-	case EMU_T_QUANTITY:
-	case EMU_T_INT_OR_STRING:
+	case DIFF_GT_QUANTITY:
+	case DIFF_GT_INT_OR_STRING:
 		return json_pack("{s:b}", "x-kubernetes-int-or-string", 1);
-	case EMU_T_RAW:
+	case DIFF_GT_RAW:
 		break;
 	}
 	return json_object();
 }
 
-json_t *emu_types_schema(int root)
+json_t *diff_gotype_schema(int root)
 {
 	int stack[MAX_DEPTH + 1];
 
-	if (root < 0 || (size_t)root >= emu_ntypes)
+	if (root < 0 || (size_t)root >= diff_ngotypes)
 		return NULL;
-	return schema_of(root, EMU_REL_DEFAULT, NULL, stack, 0);
+	return schema_of(root, DIFF_GT_REL_DEFAULT, NULL, stack, 0);
+}
+
+const char *diff_go_json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "bool";
+	default:
+		return "null";
+	}
 }

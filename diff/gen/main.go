@@ -1,4 +1,4 @@
-// Command gen writes kube-emu/types_gen.c: the Go types of the
+// Command gen writes diff/gogotypes_gen.c: the Go types of the
 // built-in kinds kube-emu serves, as kube-apiserver 1.36 decodes and
 // encodes them (every JSON field, omitempty and omitzero, pointers), with
 // the structured-merge-diff relationships its field manager uses (the
@@ -6,7 +6,7 @@
 // the patch-strategy fallback of kube-openapi's schemaconv) and the
 // OpenAPI defaults of fields.
 //
-//	cd kube-emu/gen && GOFLAGS=-mod=mod GOPROXY=off go run . >../types_gen.c
+//	cd diff/gen && GOFLAGS=-mod=mod GOPROXY=off go run . >../gotypes_gen.c
 //
 // A test tool: kube-emu builds from the generated C file without Go.
 package main
@@ -26,10 +26,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	aeopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,24 +80,39 @@ var roots = []struct {
 	{"events.k8s.io", "v1", "Event", eventsv1.Event{}},
 	{"apiextensions.k8s.io", "v1", "CustomResourceDefinition", apiextv1.CustomResourceDefinition{}},
 	{"apiregistration.k8s.io", "v1", "APIService", apiregv1.APIService{}},
+	// Not served by kube-emu: for what the server stores of them
+	// (diff/stored.c).
+	{"", "v1", "PersistentVolume", corev1.PersistentVolume{}},
+	{"", "v1", "PersistentVolumeClaim", corev1.PersistentVolumeClaim{}},
+	{"", "v1", "ReplicationController", corev1.ReplicationController{}},
+	{"", "v1", "PodTemplate", corev1.PodTemplate{}},
+	{"", "v1", "LimitRange", corev1.LimitRange{}},
+	{"", "v1", "ResourceQuota", corev1.ResourceQuota{}},
+	{"storage.k8s.io", "v1", "StorageClass", storagev1.StorageClass{}},
+	{"scheduling.k8s.io", "v1", "PriorityClass", schedulingv1.PriorityClass{}},
+	{"networking.k8s.io", "v1", "IngressClass", networkingv1.IngressClass{}},
+	{"discovery.k8s.io", "v1", "EndpointSlice", discoveryv1.EndpointSlice{}},
+	{"node.k8s.io", "v1", "RuntimeClass", nodev1.RuntimeClass{}},
+	{"admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", admissionregistrationv1.ValidatingWebhookConfiguration{}},
+	{"admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", admissionregistrationv1.MutatingWebhookConfiguration{}},
 }
 
-// Kinds of values, as kube-emu/types.h names them.
+// Kinds of values, as diff/gotypes.h names them.
 const (
-	kStruct      = "EMU_T_STRUCT"
-	kSlice       = "EMU_T_SLICE"
-	kMap         = "EMU_T_MAP"
-	kString      = "EMU_T_STRING"
-	kBool        = "EMU_T_BOOL"
-	kInt         = "EMU_T_INT"
-	kFloat       = "EMU_T_FLOAT"
-	kBytes       = "EMU_T_BYTES"
-	kQuantity    = "EMU_T_QUANTITY"
-	kIntOrString = "EMU_T_INT_OR_STRING"
-	kTime        = "EMU_T_TIME"
-	kMicroTime   = "EMU_T_MICRO_TIME"
-	kDuration    = "EMU_T_DURATION"
-	kRaw         = "EMU_T_RAW"
+	kStruct      = "DIFF_GT_STRUCT"
+	kSlice       = "DIFF_GT_SLICE"
+	kMap         = "DIFF_GT_MAP"
+	kString      = "DIFF_GT_STRING"
+	kBool        = "DIFF_GT_BOOL"
+	kInt         = "DIFF_GT_INT"
+	kFloat       = "DIFF_GT_FLOAT"
+	kBytes       = "DIFF_GT_BYTES"
+	kQuantity    = "DIFF_GT_QUANTITY"
+	kIntOrString = "DIFF_GT_INT_OR_STRING"
+	kTime        = "DIFF_GT_TIME"
+	kMicroTime   = "DIFF_GT_MICRO_TIME"
+	kDuration    = "DIFF_GT_DURATION"
+	kRaw         = "DIFF_GT_RAW"
 )
 
 type field struct {
@@ -139,11 +158,11 @@ func modelName(t reflect.Type) string {
 func mapRel(ext spec.Extensions) string {
 	switch ext["x-kubernetes-map-type"] {
 	case "atomic":
-		return "EMU_REL_ATOMIC"
+		return "DIFF_GT_REL_ATOMIC"
 	case "granular":
-		return "EMU_REL_GRANULAR"
+		return "DIFF_GT_REL_GRANULAR"
 	}
-	return "EMU_REL_DEFAULT"
+	return "DIFF_GT_REL_DEFAULT"
 }
 
 // listRel follows schemaconv's getListElementRelationship.
@@ -151,7 +170,7 @@ func listRel(ext spec.Extensions) (string, []string) {
 	if v, ok := ext["x-kubernetes-list-type"]; ok {
 		switch v {
 		case "set":
-			return "EMU_REL_SET", nil
+			return "DIFF_GT_REL_SET", nil
 		case "map":
 			var keys []string
 			switch k := ext["x-kubernetes-list-map-keys"].(type) {
@@ -162,19 +181,19 @@ func listRel(ext spec.Extensions) (string, []string) {
 					keys = append(keys, s.(string))
 				}
 			}
-			return "EMU_REL_MAP", keys
+			return "DIFF_GT_REL_MAP", keys
 		}
-		return "EMU_REL_ATOMIC", nil
+		return "DIFF_GT_REL_ATOMIC", nil
 	}
 	if v, ok := ext["x-kubernetes-patch-strategy"]; ok {
 		if v == "merge" || v == "merge,retainKeys" {
 			if k, ok := ext["x-kubernetes-patch-merge-key"].(string); ok {
-				return "EMU_REL_MAP", []string{k}
+				return "DIFF_GT_REL_MAP", []string{k}
 			}
-			return "EMU_REL_SET", nil
+			return "DIFF_GT_REL_SET", nil
 		}
 	}
-	return "EMU_REL_ATOMIC", nil
+	return "DIFF_GT_REL_ATOMIC", nil
 }
 
 var (
@@ -301,14 +320,14 @@ func structFields(t reflect.Type, sch spec.Schema) []field {
 		for _, o := range strings.Split(opts, ",") {
 			switch o {
 			case "omitempty":
-				fd.flags = append(fd.flags, "EMU_TF_OMITEMPTY")
+				fd.flags = append(fd.flags, "DIFF_GT_F_OMITEMPTY")
 			case "omitzero":
-				fd.flags = append(fd.flags, "EMU_TF_OMITZERO")
+				fd.flags = append(fd.flags, "DIFF_GT_F_OMITZERO")
 			}
 		}
 		ft := f.Type
 		if ft.Kind() == reflect.Pointer {
-			fd.flags = append(fd.flags, "EMU_TF_POINTER")
+			fd.flags = append(fd.flags, "DIFF_GT_F_POINTER")
 		}
 		fd.typ = typeOf(ft)
 		prop := sch.Properties[name]
@@ -318,7 +337,7 @@ func structFields(t reflect.Type, sch spec.Schema) []field {
 		case kMap, kStruct:
 			fd.rel = mapRel(prop.Extensions)
 		default:
-			fd.rel = "EMU_REL_DEFAULT"
+			fd.rel = "DIFF_GT_REL_DEFAULT"
 		}
 		if prop.Default != nil {
 			b, _ := json.Marshal(prop.Default)
@@ -347,17 +366,15 @@ func main() {
 	for i, r := range roots {
 		rootIdx[i] = typeOf(reflect.TypeOf(r.v))
 	}
-	// The admission API is not served; referenced only to keep the
-	// import list honest about what the definitions cover.
-	_ = admissionregistrationv1.SchemeGroupVersion
-
 	w := os.Stdout
 	fmt.Fprintln(w, "/*")
-	fmt.Fprintln(w, " * Generated by kube-emu/gen from the k8s.io modules of")
+	fmt.Fprintln(w, " * Generated by diff/gen from the k8s.io modules of")
 	fmt.Fprintln(w, " * kube-apiserver 1.36 (k8s.io/api, the generated OpenAPI definitions):")
-	fmt.Fprintln(w, " * do not edit. See kube-emu/types.h.")
+	fmt.Fprintln(w, " * do not edit. See diff/gotypes.h.")
 	fmt.Fprintln(w, " */")
-	fmt.Fprintln(w, "#include \"kube-emu/types.h\"")
+	fmt.Fprintln(w, "#include \"diff/gotypes.h\"")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "#include \"util/banned.h\" /* last */")
 	fmt.Fprintln(w)
 	for i, t := range types {
 		if t.kind != kStruct || len(t.fields) == 0 {
@@ -379,7 +396,7 @@ func main() {
 			sorted[j] = j
 		}
 		sort.Slice(sorted, func(a, b int) bool { return t.fields[sorted[a]].name < t.fields[sorted[b]].name })
-		fmt.Fprintf(w, "/* %s */\nstatic const struct emu_tfield f%d[] = {\n", t.name, i)
+		fmt.Fprintf(w, "/* %s */\nstatic const struct diff_gotype_field f%d[] = {\n", t.name, i)
 		for _, j := range sorted {
 			f := t.fields[j]
 			flags := "0"
@@ -399,7 +416,7 @@ func main() {
 		fmt.Fprintln(w, "};")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "const struct emu_type emu_types[] = {\n")
+	fmt.Fprintf(w, "const struct diff_gotype diff_gotypes[] = {\n")
 	for i, t := range types {
 		fields, n := "NULL", 0
 		if t.kind == kStruct && len(t.fields) > 0 {
@@ -407,13 +424,13 @@ func main() {
 		}
 		rel := t.rel
 		if rel == "" {
-			rel = "EMU_REL_DEFAULT"
+			rel = "DIFF_GT_REL_DEFAULT"
 		}
 		fmt.Fprintf(w, "\t/* %d */ {%s, %s, %s, %d, %s, %s, %d},\n", i, cstr(t.name), cstr(t.gotype), t.kind, t.elem, rel, fields, n)
 	}
 	fmt.Fprintln(w, "};")
-	fmt.Fprintf(w, "const size_t emu_ntypes = %d;\n\n", len(types))
-	fmt.Fprintln(w, "const struct emu_kind_type emu_kind_types[] = {")
+	fmt.Fprintf(w, "const size_t diff_ngotypes = %d;\n\n", len(types))
+	fmt.Fprintln(w, "const struct diff_gotype_kind diff_gotype_kinds[] = {")
 	for i, r := range roots {
 		fmt.Fprintf(w, "\t{%s, %s, %s, %d},\n", cstr(r.group), cstr(r.version), cstr(r.kind), rootIdx[i])
 	}

@@ -1,5 +1,5 @@
-// Test tool only: generates kube-emu/types_gen.c, the Go types of
-// the built-in kinds kube-emu serves (fields, omitempty, pointers) and
+// Test tool only: generates diff/gotypes_gen.c, the Go types of
+// the built-in kinds (fields, omitempty, pointers) and
 // their structured-merge-diff list and map types, from the pinned
 // k8s.io modules of kube-apiserver 1.36. Run by hand (see main.go);
 // kube-emu itself is C and builds without Go.
