@@ -199,7 +199,8 @@ unit: $(UNIT_BINS)
 # $(BUILD) is: the sanitizer build uses the same binaries.
 K8S_STAMP := build/k8s/.built
 K8S_INPUTS := tests/k8s/build.sh tests/k8s/go.mod tests/k8s/go.sum \
-	$(wildcard tests/k8s/tools/*/go.mod tests/k8s/tools/*/go.sum)
+	$(wildcard tests/k8s/tools/*/go.mod tests/k8s/tools/*/go.sum \
+		tests/k8s/tools/*/*.go)
 HAVE_GO := $(shell command -v go >/dev/null 2>&1 && echo yes)
 
 k8s: $(K8S_STAMP)

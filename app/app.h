@@ -120,6 +120,53 @@ int app_dry_run(struct app *app, const struct diff_report *report,
 		const struct diff_objset *desired, struct diff_objset *out,
 		struct err *err);
 
+/*
+ * ---------------------------------------------------------------------
+ * Confirming drift with the server (`verify: dryRun`, app/verify.c)
+ * ---------------------------------------------------------------------
+ */
+
+enum app_verify {
+	APP_VERIFY_DRY_RUN, /* the default */
+	APP_VERIFY_OFF,
+};
+
+/* The names of the modes, by value ("dryRun", "off"); NULL-ended. */
+extern const char *const app_verify_names[];
+
+/* The mode `name` names: 0, or ERR_USAGE naming the choices in `err`. */
+int app_verify_parse(const char *name, enum app_verify *out, struct err *err);
+
+struct app_verify_stats {
+	size_t candidates; /* objects the local comparison found Drifted */
+	size_t dry_runs;   /* dry-run applies sent (one request each) */
+	size_t remembered; /* verdicts reused: no request */
+	size_t cleared;    /* found in sync: the server stores them as live */
+	size_t refused;    /* the server refuses the apply */
+	/* Of the dry runs sent: those found in sync, those refused. */
+	size_t sent_cleared, sent_refused;
+};
+
+/*
+ * Confirm each object `report` finds Drifted, with an apply to send, by
+ * one dry run of that apply (its body, with its force): when what
+ * the server would store equals live, the object's report is replaced by
+ * an InSync one; when the server refuses the apply (validation, an
+ * immutable field, a webhook's denial, a conflict), the object stays
+ * Drifted with a warning quoting the server. Objects in sync, missing or
+ * orphaned cost nothing. Verdicts are kept in *memo (NULL at first; the
+ * caller owns it and frees it with json_decref()) by the live object's
+ * uid and resourceVersion and a digest of the desired object and the
+ * apply options, so a later call asks nothing until one changes; only
+ * the verdicts this call used are kept. A dry run that fails otherwise
+ * (unreachable, not served) keeps the local verdict and is reported in
+ * `err`; the others still run.
+ */
+int app_verify(struct app *app, struct diff_report *report,
+	       const struct diff_objset *desired, const struct diff_schemas *reg,
+	       const struct diff_options *opts, json_t **memo,
+	       struct app_verify_stats *st, struct err *err);
+
 struct app_sync_options {
 	bool prune;
 	bool dry_run;
@@ -282,6 +329,7 @@ struct app_spec {
 	unsigned prune_budget;		  /* deletions per pass; default 50 */
 	bool self_heal;			  /* default true */
 	enum diff_policy foreign_fields;  /* default respect */
+	enum app_verify verify;		  /* default dryRun */
 	struct diff_ignore_rule *ignore;  /* strings owned by the spec */
 	size_t nignore;
 	/* Where it was declared: the line in the file, and the app as

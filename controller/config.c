@@ -876,8 +876,9 @@ static void walk_ignore(struct walk *w, const json_t *obj, struct app_spec *a)
 static const char *const app_keys[] = {
 	"name",		 "source",	    "render",	   "namespace",
 	"prune",	 "pruneAllowKinds", "pruneBudget", "selfHeal",
-	"foreignFields", "ignore",	    NULL,
+	"foreignFields", "ignore",	    "verify",	   NULL,
 };
+
 static const char *const foreign_names[] = {
 	"respect",
 	"override",
@@ -888,7 +889,7 @@ static const char *const foreign_names[] = {
 static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 {
 	json_t *v, *item;
-	int foreign = DIFF_POLICY_RESPECT;
+	int foreign = DIFF_POLICY_RESPECT, verify = APP_VERIFY_DRY_RUN;
 	struct mark m;
 	size_t i;
 
@@ -916,6 +917,12 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 	get_bool(w, obj, "selfHeal", &a->self_heal);
 	get_enum(w, obj, "foreignFields", foreign_names, &foreign);
 	a->foreign_fields = (enum diff_policy)foreign;
+	/* YAML 1.1 reads a bare `off` as false: it means off all the same. */
+	if (json_is_boolean(v = json_object_get(obj, "verify")))
+		verify = json_is_true(v) ? APP_VERIFY_DRY_RUN : APP_VERIFY_OFF;
+	else
+		get_enum(w, obj, "verify", app_verify_names, &verify);
+	a->verify = (enum app_verify)verify;
 	if (!(v = json_object_get(obj, "ignore")))
 		return;
 	m = push_key(w, "ignore");

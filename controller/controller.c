@@ -59,6 +59,7 @@ static void free_app(struct ctl_app *a)
 	fights_free(a->fights);
 	free(a->render_file);
 	json_decref(a->written);
+	json_decref(a->verify_memo);
 	free(a->source_error);
 	free(a->id);
 	free(a);
@@ -513,6 +514,62 @@ out:
 	pthread_mutex_unlock(&c->lock);
 }
 
+/*
+ * Confirm the pass's drift with the server before it is reported or
+ * written (verify: dryRun). A dry run that cannot be sent keeps the local
+ * verdict, logged; only running out of memory fails the pass.
+ */
+static int verify(struct controller *c, struct ctl_app *a, struct app *app,
+		  struct diff_report *report, const struct diff_objset *desired,
+		  const struct diff_schemas *reg,
+		  const struct diff_options *dopts, struct err *err)
+{
+	struct app_verify_stats st;
+	struct err e = ERR_INIT;
+	char n[24];
+	int error;
+
+	error = app_verify(app, report, desired, reg, dopts, &a->verify_memo,
+			   &st, &e);
+	if (err_count(&e))
+		log_warn("drift not confirmed", "app", a->spec->name, "error",
+			 err_first(&e), NULL);
+	if (error == ERR_NOMEM) {
+		err_move(err, &e);
+		return error;
+	}
+	err_release(&e);
+	if (st.candidates) {
+		char d[24], cl[24], rf[24];
+
+		snprintf(n, sizeof(n), "%zu", st.dry_runs);
+		snprintf(d, sizeof(d), "%zu", st.remembered);
+		snprintf(cl, sizeof(cl), "%zu", st.cleared);
+		snprintf(rf, sizeof(rf), "%zu", st.refused);
+		log_info("drift confirmed with the server", "app",
+			 a->spec->name, "dryRuns", n, "remembered", d,
+			 "inSync", cl, "refused", rf, NULL);
+	}
+	if (c->metrics && st.dry_runs) {
+		/* Per verdict, of this pass's requests. */
+		const char *labels[] = {"app", a->spec->name, "verdict", NULL,
+					NULL};
+
+		labels[3] = "insync";
+		metrics_counter_add(c->metrics, "syncd_verify_dry_runs_total",
+				    labels, (double)st.sent_cleared);
+		labels[3] = "refused";
+		metrics_counter_add(c->metrics, "syncd_verify_dry_runs_total",
+				    labels, (double)st.sent_refused);
+		labels[3] = "drift";
+		metrics_counter_add(c->metrics, "syncd_verify_dry_runs_total",
+				    labels,
+				    (double)(st.dry_runs - st.sent_cleared -
+					     st.sent_refused));
+	}
+	return 0;
+}
+
 static int pass(struct controller *c, struct ctl_app *a)
 {
 	const struct app_spec *ca = a->spec;
@@ -602,6 +659,10 @@ static int pass(struct controller *c, struct ctl_app *a)
 					  &dopts, a->commit, &err)) < 0)
 			goto fail;
 	}
+	if (ca->verify == APP_VERIFY_DRY_RUN &&
+	    (error = verify(c, a, &app, report, &desired, reg, &dopts,
+			    &err)) < 0)
+		goto fail;
 	a->cur_report = report;
 	a->cur_app = &app;
 	ctl_event_foreign(a, report);

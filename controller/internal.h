@@ -73,6 +73,7 @@ struct ctl_app {
 	 * up with: "<key>" -> resourceVersion written. Cleared by a relist.
 	 */
 	json_t *written;
+	json_t *verify_memo; /* app_verify()'s verdicts; NULL: none yet */
 	pthread_mutex_t st_lock;
 	struct ctl_status st;
 	const struct diff_report *cur_report; /* during a pass, for events */

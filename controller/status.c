@@ -56,6 +56,12 @@ void ctl_metrics_declare(struct metrics *m)
 			NULL, 0);
 	metrics_declare(m, "syncd_git_requests_total", METRICS_COUNTER,
 			"Git source operations by result.", NULL, 0);
+	metrics_declare(m, "syncd_verify_dry_runs_total", METRICS_COUNTER,
+			"Dry-run applies sent to confirm local drift (verify: "
+			"dryRun), by app and verdict: drift (confirmed), "
+			"insync (the local comparison was wrong) or refused "
+			"(the server refuses the apply).",
+			NULL, 0);
 	metrics_declare(m, "syncd_kube_requests_total", METRICS_COUNTER,
 			"Kubernetes API requests by verb and status code (0: "
 			"no response).",

@@ -702,12 +702,16 @@ struct emu_fault_hit {
  * "patch", "delete", "deletecollection") on `res` in `ns` ("" or NULL
  * when cluster-scoped or across namespaces) named `name` (NULL for a
  * collection): fill *hit from the faults that fire, using up their counts.
- * `has_rv` says a list or watch carries a resourceVersion or continue
- * token (what `expire` needs). f may be NULL.
+ * `flags`: EMU_FAULT_HAS_RV, a list or watch carries a resourceVersion or
+ * continue token (what `expire` needs); EMU_FAULT_DRY_RUN, a dry run.
+ * f may be NULL.
  */
+#define EMU_FAULT_HAS_RV  1u
+#define EMU_FAULT_DRY_RUN 2u
 void emu_faults_match(struct emu_faults *f, const char *verb,
 		      const struct emu_resource *res, const char *ns,
-		      const char *name, bool has_rv, struct emu_fault_hit *hit);
+		      const char *name, unsigned flags,
+		      struct emu_fault_hit *hit);
 
 /*
  * The Status kube-apiserver answers with `code` for a request on `res`

@@ -6,9 +6,10 @@
  *
  *   verb=list|watch  resource=deployments.apps  namespace=ns  name=bad-*
  *   code=503 retryAfter=2 message=TEXT  latency=200ms  drop
- *   watchEndAfter=2s  expire  count=3  percent=20  seed=7
+ *   watchEndAfter=2s  expire  count=3  percent=20  seed=7  dryRun=false
  *
- * The filters (verb, resource, namespace, name) select requests; every
+ * The filters (verb, resource, namespace, name, dryRun: only dry runs,
+ * or only real writes) select requests; every
  * selected request then passes count= (only the first N fire) and
  * percent= (a draw from the rule's own PRNG, seeded by seed=, so a run
  * repeats exactly). Rules are tried in order; the first one with a code
@@ -34,6 +35,7 @@ struct fault {
 	char *group;	/* NULL: any group */
 	char *ns;
 	char *name; /* glob */
+	int dry_run; /* 1: only dry runs; 0: only real requests; -1: any */
 	int code;
 	unsigned retry_after;
 	bool retry_after_set;
@@ -230,6 +232,9 @@ static int parse_item(struct fault *r, char *item, struct buf *msg)
 		bad = set_str(&r->ns, v);
 	} else if (!strcmp(item, "name")) {
 		bad = set_str(&r->name, v);
+	} else if (!strcmp(item, "dryRun")) {
+		bad = strcmp(v, "true") && strcmp(v, "false");
+		r->dry_run = !strcmp(v, "true");
 	} else if (!strcmp(item, "message")) {
 		bad = set_str(&r->message, v);
 	} else if (!strcmp(item, "code")) {
@@ -277,6 +282,7 @@ static int parse_rule(struct fault *r, const char *text, struct buf *msg)
 		return 1;
 	memset(r, 0, sizeof(*r));
 	r->count = -1;
+	r->dry_run = -1;
 	r->percent = 100;
 	r->prng = 1;
 	if (!(orig = strdup(text)) || !(work = strdup(text))) {
@@ -371,9 +377,10 @@ static unsigned verb_bit(const char *verb)
 
 static bool selects(const struct fault *r, unsigned vbit,
 		    const struct emu_resource *res, const char *ns,
-		    const char *name, bool has_rv)
+		    const char *name, unsigned flags)
 {
 	bool lw = vbit & (verb_bit("list") | verb_bit("watch"));
+	bool has_rv = flags & EMU_FAULT_HAS_RV;
 
 	if (r->verbs && !(r->verbs & vbit))
 		return false;
@@ -384,6 +391,8 @@ static bool selects(const struct fault *r, unsigned vbit,
 	if (r->ns && (!ns || strcmp(r->ns, ns)))
 		return false;
 	if (r->name && (!name || fnmatch(r->name, name, 0)))
+		return false;
+	if (r->dry_run >= 0 && r->dry_run != !!(flags & EMU_FAULT_DRY_RUN))
 		return false;
 	/* expire means something only to a list or watch resuming */
 	if (r->expire && !(lw && has_rv))
@@ -396,7 +405,7 @@ static bool selects(const struct fault *r, unsigned vbit,
 
 void emu_faults_match(struct emu_faults *f, const char *verb,
 		      const struct emu_resource *res, const char *ns,
-		      const char *name, bool has_rv, struct emu_fault_hit *hit)
+		      const char *name, unsigned flags, struct emu_fault_hit *hit)
 {
 	unsigned vbit = verb_bit(verb);
 	struct fault *r;
@@ -410,7 +419,7 @@ void emu_faults_match(struct emu_faults *f, const char *verb,
 		r = &f->rules[i];
 		if ((r->code || r->expire) && (hit->code || hit->expire))
 			continue;
-		if (!selects(r, vbit, res, ns, name, has_rv))
+		if (!selects(r, vbit, res, ns, name, flags))
 			continue;
 		if (r->count >= 0 && r->fired >= (unsigned long)r->count)
 			continue;

@@ -2607,6 +2607,7 @@ static bool inject_faults(struct emu_server *srv, const struct emu_request *req,
 {
 	const char *rv = query(req, "resourceVersion");
 	const char *cont = query(req, "continue");
+	const char *dry;
 	char *created = NULL;
 	const char *name = t->name;
 	bool has_rv, list = !strcmp(verb, "list"), answered = false;
@@ -2616,7 +2617,12 @@ static bool inject_faults(struct emu_server *srv, const struct emu_request *req,
 	has_rv = (cont && *cont) || (rv && *rv && strcmp(rv, "0"));
 	if (!strcmp(verb, "create") && (created = body_name(req)))
 		name = created;
-	emu_faults_match(srv->faults, verb, t->res, t->ns, name, has_rv, hit);
+	dry = query(req, "dryRun");
+	emu_faults_match(srv->faults, verb, t->res, t->ns, name,
+			 (has_rv ? EMU_FAULT_HAS_RV : 0) |
+				 (dry && !strcmp(dry, "All") ? EMU_FAULT_DRY_RUN
+							     : 0),
+			 hit);
 	clk_sleep_ms((long)hit->latency_ms);
 	if (hit->code) {
 		emu_reply_json(

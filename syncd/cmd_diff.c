@@ -21,7 +21,8 @@
 
 static const char usage[] =
 	"usage: syncd diff PATH [--kubeconfig FILE] [--context NAME] [-n NS]\n"
-	"                  [--app NAME] [--server-side] [-o text|json]\n"
+	"                  [--app NAME] [--server-side | --verify dryRun|off]\n"
+	"                  [-o text|json]\n"
 	"                  [--field-manager NAME] [--policy respect|override|report]\n"
 	"                  [--color auto|always|never]\n"
 	"       syncd diff PATH --live FILE|DIR [options]\n"
@@ -48,6 +49,12 @@ static const char usage[] =
 	"                             what the server would store (exact\n"
 	"                             under admission webhooks and\n"
 	"                             defaulting; one request per object)\n"
+	"      --verify MODE          dryRun (default): confirm each object\n"
+	"                             found Drifted with one dry-run apply;\n"
+	"                             in sync if the server would store it\n"
+	"                             as it is (objects in sync cost no\n"
+	"                             request); off: the local comparison\n"
+	"                             alone\n"
 	"      --live FILE|DIR        live objects from files instead of a\n"
 	"                             cluster, e.g. from kubectl get -o yaml\n"
 	"                             (single objects or Lists); every live\n"
@@ -312,6 +319,8 @@ struct cluster_args {
 	const char *ns;	  /* NULL: the context's */
 	const char *name; /* app name */
 	bool server_side;
+	enum app_verify verify; /* confirm local drift (not with server_side) */
+	bool verify_set;
 	struct kube_client_options ko;
 };
 
@@ -352,6 +361,15 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		}
 		diff_report_free(report);
 		report = exact;
+	} else if (a->verify == APP_VERIFY_DRY_RUN && report) {
+		struct app_verify_stats st;
+		json_t *memo = NULL;
+
+		/* Unconfirmed drift is still drift: report it as found. */
+		if (app_verify(&app, report, desired, reg, opts, &memo, &st,
+			       err) < 0)
+			partial = true;
+		json_decref(memo);
 	}
 	rc = print_report(report, json, color, err);
 	if (partial)
@@ -383,6 +401,7 @@ static int diff_main(int argc, char **argv)
 		{"context", required_argument, NULL, 'X'},
 		{"app", required_argument, NULL, 'A'},
 		{"server-side", no_argument, NULL, 'S'},
+		{"verify", required_argument, NULL, 'V'},
 		{"qps", required_argument, NULL, 'Q'},
 		{"burst", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
@@ -488,6 +507,14 @@ static int diff_main(int argc, char **argv)
 		case 'S':
 			ca.server_side = true;
 			break;
+		case 'V':
+			if (app_verify_parse(optarg, &ca.verify, &err) < 0) {
+				rc = cli_usage_error(&cli_diff_command, "%s",
+						     err_first(&err));
+				goto out;
+			}
+			ca.verify_set = true;
+			break;
 		case 'Q':
 		case 'B':
 			if (cli_client_option(&ca.ko,
@@ -519,11 +546,13 @@ static int diff_main(int argc, char **argv)
 		goto out;
 	}
 	if (live_path && (ca.kubeconfig || ca.context || ca.name ||
-			  ca.server_side || ca.ko.qps || ca.ko.burst)) {
+			  ca.server_side || ca.verify_set || ca.ko.qps ||
+			  ca.ko.burst)) {
 		rc = cli_usage_error(&cli_diff_command,
 				     "--live compares with files: it takes no "
 				     "cluster option (--kubeconfig, --context, "
-				     "--app, --server-side, --qps, --burst)");
+				     "--app, --server-side, --verify, --qps, "
+				     "--burst)");
 		goto out;
 	}
 	if (!live_path && !ca.name) {

@@ -19,6 +19,7 @@ static const char usage[] =
 	"usage: syncd sync PATH [--kubeconfig FILE] [--context NAME]\n"
 	"                  [-n NS] [--app NAME] [--field-manager NAME]\n"
 	"                  [--dry-run] [--force-conflicts] [--prune]\n"
+	"                  [--verify dryRun|off]\n"
 	"                  [--prune-allow-kind KIND[.GROUP]]...\n"
 	"                  [--prune-budget N]\n"
 	"       (PATH, or --repo URL [--revision REV] [--path SUBDIR])\n"
@@ -50,6 +51,11 @@ static const char usage[] =
 	"      --force-conflicts      take fields other controllers own\n"
 	"                             back (policy override; default:\n"
 	"                             respect)\n"
+	"      --verify MODE          dryRun (default): confirm each object\n"
+	"                             the local comparison finds Drifted\n"
+	"                             with one dry-run apply, and leave it\n"
+	"                             alone if the server would store it as\n"
+	"                             it is; off: trust the local comparison\n"
 	"      --prune                delete labelled objects the app no\n"
 	"                             longer has (never Namespaces,\n"
 	"                             PersistentVolumeClaims or CRDs\n"
@@ -118,6 +124,7 @@ static int sync_main(int argc, char **argv)
 		{"field-manager", required_argument, NULL, 'm'},
 		{"dry-run", no_argument, NULL, 'D'},
 		{"force-conflicts", no_argument, NULL, 'F'},
+		{"verify", required_argument, NULL, 'V'},
 		{"prune", no_argument, NULL, 'R'},
 		{"prune-allow-kind", required_argument, NULL, 'k'},
 		{"prune-budget", required_argument, NULL, 'b'},
@@ -181,6 +188,14 @@ static int sync_main(int argc, char **argv)
 			break;
 		case 'F':
 			capp.spec.foreign_fields = DIFF_POLICY_OVERRIDE;
+			break;
+		case 'V':
+			if (app_verify_parse(optarg, &capp.spec.verify, &err) <
+			    0) {
+				rc = cli_usage_error(&cli_sync_command, "%s",
+						     err_first(&err));
+				goto out;
+			}
 			break;
 		case 'R':
 			capp.spec.prune = true;
@@ -274,6 +289,21 @@ static int sync_main(int argc, char **argv)
 		err_reset(&err);
 	} else if (error < 0) {
 		goto fail;
+	}
+	if (capp.spec.verify == APP_VERIFY_DRY_RUN) {
+		struct app_verify_stats st;
+		json_t *memo = NULL;
+		struct err e = ERR_INIT;
+
+		/* A dry run that cannot be sent: the local verdict stands. */
+		error = app_verify(&app, report, &desired, reg, &dopts, &memo,
+				   &st, &e);
+		json_decref(memo);
+		if (error == ERR_NOMEM) {
+			err_move(&err, &e);
+			goto fail;
+		}
+		err_release(&e);
 	}
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;

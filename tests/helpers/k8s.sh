@@ -32,7 +32,9 @@
 #   k8s_audit_count USER VERB RESOURCE [CODE]
 #                          requests of USER in the audit log (RESOURCE
 #                          "*" for any; VERB as the audit log names it:
-#                          get list watch create update patch delete)
+#                          get list watch create update patch delete);
+#                          dry runs (dryRun=All) are not counted, and
+#                          only they are with K8S_AUDIT_DRY=yes
 #   k8s_audit_mark         remembers the audit log's length; later counts
 #                          only look at what came after
 #
@@ -551,8 +553,10 @@ k8s_audit_count() {
 	k8s_audit_barrier
 	tail -n "+${k8s_audit_from:-1}" "$K8S_AUDIT" |
 		jq -c --arg u "$1" --arg v "$2" --arg r "$3" --arg c "${4:-}" \
+			--arg dry "${K8S_AUDIT_DRY:-no}" \
 			'select(.user.username == $u and .verb == $v and
 			($r == "*" or .objectRef.resource == $r) and
-			($c == "" or (.responseStatus.code | tostring) == $c))' |
+			($c == "" or (.responseStatus.code | tostring) == $c) and
+			((.requestURI | test("[?&]dryRun=All")) == ($dry == "yes")))' |
 		wc -l
 }

@@ -284,12 +284,13 @@ api DELETE /emu/faults
 
 # --- retries under 503 -------------------------------------------------
 api POST /emu/faults text/plain \
-	'verb=patch,resource=deployments.apps,code=503,retryAfter=0,count=2;verb=list,resource=configmaps,code=503,retryAfter=0,count=1'
+	'verb=patch,resource=deployments.apps,dryRun=false,code=503,retryAfter=0,count=2;verb=list,resource=configmaps,code=503,retryAfter=0,count=1'
 reset_stats
 run_syncd sync "${K[@]}" "$app"
 expect_rc 0 "sync under injected 503s: exit 0"
+# (the dry run that confirms the drift first, untouched by the faults)
 expect_eq "$(count patch deployments.apps 503) $(count patch deployments.apps 200)" \
-	"2 1" "the apply was retried after two 503s"
+	"2 2" "the apply was retried after two 503s"
 expect_eq "$(count list configmaps 503)" 1 "the LIST was retried after a 503"
 api GET "$D"
 expect_eq "$(printf '%s' "$body" | jq -r '.spec.template.spec.containers[0].image')" \

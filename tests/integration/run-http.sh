@@ -219,7 +219,7 @@ expect_eq "$hcode" 413 "an oversized body: 413"
 # --- a failing write: a SyncFailed Event ------------------------------------
 # The edit is an update (PUT, as kubectl edit sends); only syncd's apply
 # (a PATCH) meets the fault.
-api POST /emu/faults text/plain 'verb=patch,resource=deployments.apps,name=web,code=422,count=1'
+api POST /emu/faults text/plain 'verb=patch,resource=deployments.apps,name=web,dryRun=false,code=422,count=1'
 api GET /apis/apps/v1/namespaces/default/deployments/web
 printf '%s' "$body" |
 	jq '.spec.template.spec.containers[0].image = "nginx:edited"' >"$tmp/edit.json"

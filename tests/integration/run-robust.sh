@@ -228,9 +228,9 @@ fi
 # the faults is syncd's. The PATCH faults can only be met by the healing
 # writes (nothing else drifted).
 faults='verb=list,resource=configmaps,code=503,count=3'
-faults+=';verb=patch,resource=configmaps,code=503,count=3'
+faults+=';verb=patch,resource=configmaps,dryRun=false,code=503,count=3'
 faults+=';verb=list,resource=deployments.apps,drop,count=2'
-faults+=';verb=patch,resource=deployments.apps,drop,count=2'
+faults+=';verb=patch,resource=deployments.apps,dryRun=false,drop,count=2'
 api POST /emu/faults text/plain "$faults"
 case $code in
 2??) ok "faults: 503s and dropped connections injected" ;;
@@ -397,8 +397,9 @@ else
 	show_log "$log4"
 fi
 patches=$(count patch configmaps)
-expect_eq "$patches $(cm_value s4 m-b-settings)" "1 one" \
-	"monorepo: one ConfigMap PATCH (app m-a's), app m-b's ConfigMap untouched"
+# Two PATCHes: the dry run that confirms the change, then the apply.
+expect_eq "$patches $(cm_value s4 m-b-settings)" "2 one" \
+	"monorepo: one ConfigMap confirmed and applied (app m-a's), app m-b's ConfigMap untouched"
 stop_syncd "monorepo"
 
 # === 5. a broken app next to a good one ==================================

@@ -141,7 +141,8 @@ else
 	not_ok "the manual edit is healed through the watch: $(image)"
 fi
 expect_eq "$(count list '*')" 0 "the healing pass read the watch cache: no LIST"
-expect_eq "$(count patch deployments.apps)" 2 "the edit, then one apply that healed it"
+expect_eq "$(count patch deployments.apps)" 3 \
+	"the edit, then one dry run that confirmed it and one apply that healed it"
 reset_stats
 sleep 1.5
 expect_eq "$(count patch '*') $(count update '*') $(count create '*')" "0 0 0" \

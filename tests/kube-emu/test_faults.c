@@ -538,3 +538,23 @@ Test(faults_handler, control_needs_token)
 	emu_response_release(&resp);
 	teardown(&srv);
 }
+
+Test(faults, dry_run_filter)
+{
+	struct emu_faults *f = emu_faults_new();
+	const struct emu_resource *dep = res("apps", "deployments");
+	struct emu_fault_hit hit;
+
+	add_ok(f, "verb=patch,dryRun=false,code=503,count=1");
+	add_ok(f, "verb=patch,dryRun=true,code=422,count=1");
+	/* A dry run meets only the dry-run rule, a write only the other. */
+	emu_faults_match(f, "patch", dep, "team", "web", EMU_FAULT_DRY_RUN,
+			 &hit);
+	cr_assert_eq(hit.code, 422);
+	emu_faults_match(f, "patch", dep, "team", "web", EMU_FAULT_DRY_RUN,
+			 &hit);
+	cr_assert_eq(hit.code, 0, "the dry-run rule's count is used up");
+	emu_faults_match(f, "patch", dep, "team", "web", 0, &hit);
+	cr_assert_eq(hit.code, 503);
+	emu_faults_free(f);
+}

@@ -18,6 +18,7 @@
 #                          those kinds in NS (kubectl's resource names)
 #   syncd_writes           write requests (create, update, patch, delete)
 #                          of user "syncd" since the last k8s_audit_mark
+#                          (dry runs are not writes: syncd_dry_runs)
 #   wait_for SECONDS COMMAND...
 #                          until COMMAND succeeds, every 0.2 s
 #   ns_gone NAME...        waits until no namespace of those names is left
@@ -72,6 +73,12 @@ rvs() {
 		kc -n "$ns" get "$kind" -o json |
 			jq -r --arg k "$kind" '.items[] | "\($k)/\(.metadata.name)=\(.metadata.resourceVersion)"'
 	done | sort
+}
+
+# syncd_dry_runs: dry-run applies (PATCH ?dryRun=All) of user "syncd"
+# since the last k8s_audit_mark (verify: dryRun); not writes.
+syncd_dry_runs() {
+	K8S_AUDIT_DRY=yes k8s_audit_count syncd patch '*'
 }
 
 syncd_writes() {

@@ -78,6 +78,7 @@ static void check_default_app(const struct app_spec *a)
 	cr_assert_eq(a->prune_budget, 50);
 	cr_assert(a->self_heal);
 	cr_assert_eq(a->foreign_fields, DIFF_POLICY_RESPECT);
+	cr_assert_eq(a->verify, APP_VERIFY_DRY_RUN);
 	cr_assert_eq(a->nignore, 0);
 }
 
@@ -227,6 +228,7 @@ Test(config, full)
 	cr_assert_eq(a->prune_budget, 0);
 	cr_assert_not(a->self_heal);
 	cr_assert_eq(a->foreign_fields, DIFF_POLICY_OVERRIDE);
+	cr_assert_eq(a->verify, APP_VERIFY_OFF);
 	cr_assert_eq(a->nignore, 2);
 	cr_assert_str_eq(a->ignore[0].group, "apps");
 	cr_assert_str_eq(a->ignore[0].kind, "Deployment");
@@ -334,10 +336,11 @@ Test(config, bad_values)
 		 "%s:15: apps[0].foreignFields: \"fight\" is not one of "
 		 "respect, override, report\n"
 		 "%s:16: apps[0].pruneBudget: must be between 0 and 1000000\n"
-		 "%s:19: apps[0].ignore[0].jsonPointers[0]: \"spec/replicas\" "
+		 "%s:17: apps[0].verify: \"maybe\" is not one of dryRun, off\n"
+		 "%s:20: apps[0].ignore[0].jsonPointers[0]: \"spec/replicas\" "
 		 "is not a JSON pointer (must start with /)\n"
-		 "%s:20: apps[0].ignore[1]: needs jsonPointers or managers",
-		 f, f, f, f, f, f, f, f, f, f, f, f, f);
+		 "%s:21: apps[0].ignore[1]: needs jsonPointers or managers",
+		 f, f, f, f, f, f, f, f, f, f, f, f, f, f);
 	expect(f, ERR_INVALID, want);
 }
 
