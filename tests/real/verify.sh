@@ -121,16 +121,10 @@ spec:
         - name: web
           image: nginx:1.27
 YAML
-cat >"$app/creds.yaml" <<YAML
-apiVersion: v1
-kind: Secret
-metadata:
-  name: creds
-  namespace: $NS
-type: Opaque
-stringData:
-  user: admin
-YAML
+creds_opaque() {
+	creds_opaque
+}
+creds_opaque
 A=(--app verify -n "$NS")
 
 # === 1. the webhook's work is not drift ===============================
