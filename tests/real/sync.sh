@@ -2,10 +2,13 @@
 # syncd sync and syncd diff against the real kube-apiserver 1.36, with its
 # controllers running: the examples, kube-prometheus (131 objects,
 # CRD-first) and podinfo (the real kustomize) converge; after a sync,
-# syncd diff finds every object InSync and a second sync writes nothing
+# syncd diff finds every object InSync, with no dry run and with the
+# local model alone (--verify off) too, and a second sync writes nothing
 # (the audit log shows no write by user "syncd"; resourceVersions are
-# unchanged); a `kubectl edit` and a `kubectl scale` are reported with
-# the manager the real server records and healed; a real HPA's replicas
+# unchanged); a `kubectl edit` and a `kubectl scale`, a label, an
+# annotation, a value inside an atomic list and a removed list item are
+# each reported on exactly the mutated field with the manager the real
+# server records, and healed; a real HPA's replicas
 # are foreign and left alone; prune deletes exactly what left the app; a
 # 422 from real validation fails that object only.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -99,12 +102,21 @@ expect_eq "$([ "${last_crd:-99999}" -lt "${first_cr:-0}" ] && echo ordered)" \
 expect_eq "$(kc -n monitoring get servicemonitors -o name | wc -l)" \
 	"$(grep -l '^kind: ServiceMonitor' "$app"/*.yaml | wc -l)" \
 	"kube-prometheus: every ServiceMonitor is stored"
+k8s_audit_mark
 S diff "${K[@]}" -o json "$app"
 printf '%s' "$out" >"$tmp/kp.json"
 expect_eq "$rc $(jq '[.objects[] | select(.state == "InSync")] | length' "$tmp/kp.json")" \
 	"0 $((nobj + 1))" \
 	"kube-prometheus: syncd diff after the sync: all $nobj objects and the inventory InSync"
 not_in_sync "$tmp/kp.json" | head -n 10 | sed 's/^/    /'
+expect_eq "$(syncd_dry_runs)" 0 \
+	"kube-prometheus: nothing doubted, so no dry run (zero requests per object)"
+# The local model alone, without asking the server anything.
+S diff "${K[@]}" --verify off -o json "$app"
+printf '%s' "$out" >"$tmp/kp-off.json"
+expect_eq "$rc $(not_in_sync "$tmp/kp-off.json" | wc -l)" "0 0" \
+	"kube-prometheus: --verify off (the local model alone): every object InSync"
+not_in_sync "$tmp/kp-off.json" | head -n 10 | sed 's/^/    /'
 
 kinds=(configmaps secrets services serviceaccounts roles rolebindings
 	networkpolicies poddisruptionbudgets servicemonitors prometheusrules
@@ -166,6 +178,33 @@ expect_eq "$(kc -n monitoring get "$D" -o jsonpath='{.spec.template.spec.contain
 	"the image and the replicas are taken back"
 S diff "${K[@]}" "$app"
 expect_rc 0 "after healing: syncd diff exit 0"
+
+# --- more mutations, each reported on exactly the mutated fields ----------
+# One at a time on kube-state-metrics, then healed: the Drifted object, its
+# differing fields and the manager the real server records for each.
+KSM=deployment/kube-state-metrics
+mutation() { # DESC WANT: after the change was made
+	S diff "${K[@]}" -o json "$app"
+	printf '%s' "$out" >"$tmp/m.json"
+	expect_eq "$rc $(jq -r '[.objects[] | select(.state != "InSync") |
+		"\(.kind)/\(.name)", (.fields[] | "\(.path) \(.change) \(.managers[0].manager // "-")")] | join("; ")' "$tmp/m.json")" \
+		"1 Deployment/kube-state-metrics; $2" "$1: reported on exactly that field"
+	S sync "${K[@]}" "$app"
+	S diff "${K[@]}" "$app"
+	expect_rc 0 "$1: healed by a sync"
+}
+kc -n monitoring label "$KSM" app.kubernetes.io/version=edited --overwrite >/dev/null
+mutation "kubectl label of a declared label" \
+	'.metadata.labels["app.kubernetes.io/version"] changed kubectl-label'
+kc -n monitoring patch "$KSM" --type=json -p '[{"op":"replace","path":"/spec/template/metadata/annotations/kubectl.kubernetes.io~1default-container","value":"kube-rbac-proxy-main"}]' >/dev/null
+mutation "kubectl patch of a declared annotation" \
+	'.spec.template.metadata.annotations["kubectl.kubernetes.io/default-container"] changed kubectl-patch'
+kc -n monitoring patch "$KSM" --type=json -p '[{"op":"replace","path":"/spec/template/spec/containers/0/args/1","value":"--port=9999"}]' >/dev/null
+mutation "a value changed inside an atomic list (args)" \
+	'.spec.template.spec.containers[name="kube-state-metrics"].args changed kubectl-patch'
+kc -n monitoring patch "$KSM" --type=json -p '[{"op":"remove","path":"/spec/template/spec/containers/1/ports/0"}]' >/dev/null
+mutation "a list item removed (a container port)" \
+	"$(printf '%s' '.spec.template.spec.containers[name="kube-rbac-proxy-main"].ports[containerPort=8443,protocol="TCP"] absent -')"
 
 # --- a real HPA owns replicas: foreign, left alone -------------------------
 # podinfo, rendered by the real kustomize, with replicas declared (the
