@@ -401,7 +401,8 @@ heal_jti() {
 	k8s_audit_barrier
 	tail -n "+$k8s_audit_from" "$K8S_AUDIT" | jq -r --arg u "$SA_USER" '
 		select(.user.username == $u and .verb == "patch" and
-			.objectRef.resource == "configmaps") |
+			.objectRef.resource == "configmaps" and
+			(.requestURI | test("[?&]dryRun=All") | not)) |
 		.user.extra["authentication.kubernetes.io/credential-id"][0]'
 }
 expect_eq "$(heal_jti)" "JTI=$(jti "$token2")" \
