@@ -122,7 +122,16 @@ spec:
           image: nginx:1.27
 YAML
 creds_opaque() {
-	creds_opaque
+	cat >"$app/creds.yaml" <<YAML
+apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: $NS
+type: Opaque
+stringData:
+  user: admin
+YAML
 }
 creds_opaque
 A=(--app verify -n "$NS")
@@ -189,16 +198,7 @@ expect_match 'refuses the apply.*immutable' \
 	"$(jq -r '.objects[] | select(.name == "creds") | .warnings[]?' "$tmp/refused.json")" \
 	"with the server's message"
 git -C "$app" init -q 2>/dev/null
-cat >"$app/creds.yaml" <<YAML
-apiVersion: v1
-kind: Secret
-metadata:
-  name: creds
-  namespace: $NS
-type: Opaque
-stringData:
-  user: admin
-YAML
+creds_opaque
 
 # === 4. syncd run: verdicts remembered ================================
 git -C "$app" add -A && git -C "$app" -c user.name=t -c user.email=t@e commit -qm app
