@@ -45,6 +45,7 @@ kc create -f "$here/declared.yaml" >/dev/null
 kc wait --for=condition=Established --timeout=60s \
 	crd/widgets.example.com >/dev/null
 
+mkdir -p "$out"
 rm -f "$out"/*.json
 n=0
 while IFS= read -r d; do
