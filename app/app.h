@@ -155,7 +155,8 @@ struct app_verify_stats {
  * immutable field, a webhook's denial, a conflict), the object stays
  * Drifted with a warning quoting the server. Objects in sync, missing or
  * orphaned cost nothing. Verdicts are kept in *memo (NULL at first; the
- * caller owns it and frees it with json_decref()) by the live object's
+ * caller owns it and frees it with json_decref(); memo NULL: nothing is
+ * kept, as for a one-shot command; st may be NULL) by the live object's
  * uid and resourceVersion and a digest of the desired object and the
  * apply options, so a later call asks nothing until one changes; only
  * the verdicts this call used are kept. A dry run that fails otherwise

@@ -136,10 +136,15 @@ int app_verify(struct app *app, struct diff_report *report,
 	       json_t **memo, struct app_verify_stats *st, struct err *err)
 {
 	struct kube_apply_options ao = {app->field_manager, false, true};
-	json_t *next = json_object();
+	json_t *next = json_object(), *none = NULL;
 	struct buf key = BUF_INIT, name = BUF_INIT;
+	struct app_verify_stats unused;
 	int error = 0, r;
 
+	if (!memo)
+		memo = &none; /* nothing remembered past this call */
+	if (!st)
+		st = &unused;
 	memset(st, 0, sizeof(*st));
 	if (!next)
 		return err_set(err, ERR_NOMEM, "out of memory");
@@ -218,6 +223,7 @@ int app_verify(struct app *app, struct diff_report *report,
 	/* Only what this pass met is kept: the memo never outgrows the app. */
 	json_decref(*memo);
 	*memo = next;
+	json_decref(none);
 	buf_release(&key);
 	buf_release(&name);
 	return error;

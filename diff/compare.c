@@ -801,23 +801,18 @@ static const json_t *stored_here(struct cmp *c)
 	const json_t *n;
 
 	if (!c->stored_done) {
-		c->stored_done = true;
 		struct buf why = BUF_INIT;
+		int r = -1;
 
-		const char *av = json_string_value(
-			json_object_get(c->droot, "apiVersion"));
-		const char *ver = av && strchr(av, '/') ? strchr(av, '/') + 1
-							 : av;
-
-		c->stored_exact = ver && diff_gotype_root(c->rep->key.group, ver,
-							  c->rep->key.kind) >= 0;
+		c->stored_done = true;
 		if (c->typed && c->droot &&
 		    (c->stored = json_deep_copy(c->droot)) &&
-		    diff_stored_object(c->stored, 0, &why) < 0) {
+		    (r = diff_stored_object(c->stored, 0, &why)) < 0) {
 			/* The server would refuse it: compare as declared. */
 			json_decref(c->stored);
 			c->stored = NULL;
 		}
+		c->stored_exact = r > 0;
 		buf_release(&why);
 	}
 	n = c->stored;

@@ -489,9 +489,10 @@ const char *diff_stored_defaults(json_t *obj, const char *group,
  * dropped, nulls to zero values), diff_stored_defaults(), and written out
  * again (omitempty zero values left out, other absent fields as their
  * zero: `resources: {}`, `currentMetrics: null`). Changes obj in place;
- * kinds without Go types here are only defaulted. Returns 0, or -1 with
- * the reason the server would refuse the object in `why` (a value of the
- * wrong JSON type, a quantity that does not parse).
+ * kinds without Go types here are only defaulted. Returns 1 (read through
+ * its Go type: exactly what the server returns), 0 (only defaulted), or -1
+ * with the reason the server would refuse the object in `why` (a value of
+ * the wrong JSON type, a quantity that does not parse).
  */
 int diff_stored_object(json_t *obj, unsigned flags, struct buf *why);
 

@@ -1268,7 +1268,8 @@ int diff_stored_object(json_t *obj, unsigned flags, struct buf *why)
 		buf_adds(why, bad);
 		return -1;
 	}
-	if (root >= 0)
-		diff_gotype_encode(obj, root);
-	return 0;
+	if (root < 0)
+		return 0;
+	diff_gotype_encode(obj, root);
+	return 1;
 }

@@ -674,14 +674,13 @@ json_t *emu_defaults_prepare(struct emu_store *st,
 	return NULL;
 }
 
-json_t *emu_defaults_apply(struct emu_store *st, const struct emu_resource *res,
-			   json_t *obj, const json_t *old)
+json_t *emu_defaults_apply(const struct emu_resource *res, json_t *obj,
+			   const json_t *old)
 {
 	const char *bad;
 	struct buf msg = BUF_INIT;
 	json_t *status;
 
-	(void)st;
 	if (!json_is_object(obj))
 		return NULL;
 	bad = diff_stored_defaults(obj, res->group, res->kind,

@@ -590,16 +590,15 @@ json_t *emu_strategic_merge_patch(const json_t *orig, const json_t *patch,
 
 /*
  * Set the defaults kube-apiserver 1.36 sets for `res` on `obj` (in
- * place): workloads, pod templates, containers, probes, Services
- * (cluster IPs allocated from st->next_cluster_ip, kept from `old` on
- * update), Secrets (type, stringData folded into data), Namespaces'
- * name label, volumes' defaultMode, canonical quantities. `old` is the
- * stored object on update, NULL on create. The store's lock is held.
+ * place): what the object alone decides (diff_stored_defaults(), the
+ * model syncd compares with), and a DaemonSet's template generation as
+ * the field manager sees it. `old` is the stored object on update, NULL
+ * on create. Cluster IPs and the rest that needs the store are
+ * emu_defaults_prepare()'s.
  * Returns NULL, or a new 400 BadRequest Status when a value cannot be
  * decoded (a quantity that does not parse), as kube's decoder answers.
  */
-json_t *emu_defaults_apply(struct emu_store *st,
-			   const struct emu_resource *res, json_t *obj,
+json_t *emu_defaults_apply(const struct emu_resource *res, json_t *obj,
 			   const json_t *old);
 
 /*

@@ -837,7 +837,7 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 	 */
 	if (root >= 0)
 		diff_gotype_decode(obj, root, NULL, &ignored);
-	status = emu_defaults_apply(st, res, obj, old);
+	status = emu_defaults_apply(res, obj, old);
 	if (!status && root >= 0)
 		diff_gotype_encode(obj, root);
 	if (!status && crd)
@@ -855,7 +855,7 @@ static json_t *admit_write(struct emu_store *st, const struct emu_resource *res,
 	if (!sub || strcmp(sub, "status")) {
 		if ((status = emu_defaults_prepare(st, res, obj, old)))
 			goto out;
-		json_decref(emu_defaults_apply(st, res, obj, old));
+		json_decref(emu_defaults_apply(res, obj, old));
 		if (root >= 0)
 			diff_gotype_encode(obj, root);
 	}

@@ -361,15 +361,11 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		}
 		diff_report_free(report);
 		report = exact;
-	} else if (a->verify == APP_VERIFY_DRY_RUN && report) {
-		struct app_verify_stats st;
-		json_t *memo = NULL;
-
-		/* Unconfirmed drift is still drift: report it as found. */
-		if (app_verify(&app, report, desired, reg, opts, &memo, &st,
-			       err) < 0)
-			partial = true;
-		json_decref(memo);
+	} else if (a->verify == APP_VERIFY_DRY_RUN && report &&
+		   app_verify(&app, report, desired, reg, opts, NULL, NULL,
+			      err) < 0) {
+		/* Unconfirmed drift is still drift: reported as found. */
+		partial = true;
 	}
 	rc = print_report(report, json, color, err);
 	if (partial)

@@ -291,14 +291,11 @@ static int sync_main(int argc, char **argv)
 		goto fail;
 	}
 	if (capp.spec.verify == APP_VERIFY_DRY_RUN) {
-		struct app_verify_stats st;
-		json_t *memo = NULL;
 		struct err e = ERR_INIT;
 
 		/* A dry run that cannot be sent: the local verdict stands. */
-		error = app_verify(&app, report, &desired, reg, &dopts, &memo,
-				   &st, &e);
-		json_decref(memo);
+		error = app_verify(&app, report, &desired, reg, &dopts, NULL,
+				   NULL, &e);
 		if (error == ERR_NOMEM) {
 			err_move(&err, &e);
 			goto fail;

@@ -76,11 +76,11 @@ static json_t *as_stored(const struct emu_resource *r, json_t *obj,
 	if (root >= 0)
 		diff_gotype_decode(obj, root, NULL, &ignored);
 	buf_release(&ignored);
-	if ((st = emu_defaults_apply(&store, r, obj, old)))
+	if ((st = emu_defaults_apply(r, obj, old)))
 		return st;
 	if ((st = emu_defaults_prepare(&store, r, obj, old)))
 		return st;
-	json_decref(emu_defaults_apply(&store, r, obj, old));
+	json_decref(emu_defaults_apply(r, obj, old));
 	return NULL;
 }
 
@@ -201,7 +201,7 @@ Test(defaults, image_pull_policy)
 				  "name", "a", "image", t[i].image);
 		json_t *ct;
 
-		cr_assert_null(emu_defaults_apply(&store, r, pod, NULL));
+		cr_assert_null(emu_defaults_apply(r, pod, NULL));
 		ct = json_array_get(
 			json_object_get(json_object_get(pod, "spec"),
 					"containers"),
@@ -709,7 +709,7 @@ static json_t *limit_of(const char *qty_json, json_t **status)
 			  "containers", "name", "a", "image", "x:1",
 			  "resources", "limits", "memory", load(qty_json));
 
-	*status = emu_defaults_apply(&store, r, pod, NULL);
+	*status = emu_defaults_apply(r, pod, NULL);
 	return pod;
 }
 
@@ -833,7 +833,7 @@ Test(defaults, zero_status)
 		obj = json_pack("{s:s, s:{s:s}, s:{}}", "kind", cases[i].kind,
 				"metadata", "name", "x", "spec");
 		cr_assert_null(emu_defaults_apply(
-			&store, find_res(cases[i].group, cases[i].plural), obj,
+			find_res(cases[i].group, cases[i].plural), obj,
 			NULL));
 		assert_json(json_object_get(obj, "status"), cases[i].status);
 		json_decref(obj);
@@ -841,7 +841,7 @@ Test(defaults, zero_status)
 	/* A ConfigMap has no status. */
 	obj = json_pack("{s:s, s:{s:s}}", "kind", "ConfigMap", "metadata",
 			"name", "x");
-	cr_assert_null(emu_defaults_apply(&store, find_res("", "configmaps"),
+	cr_assert_null(emu_defaults_apply(find_res("", "configmaps"),
 					  obj, NULL));
 	cr_assert_null(json_object_get(obj, "status"));
 	json_decref(obj);

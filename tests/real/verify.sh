@@ -223,6 +223,11 @@ passes() { grep -c 'msg="pass done" app=verify' "$tmp/run.log"; }
 wait_for 60 test "$(passes)" -ge 12
 expect_eq "$(syncd_dry_runs) $(syncd_writes)" "2 0" \
 	"twelve passes: each doubted object asked once, nothing written"
+port=$(sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$tmp/run.log" | tail -n 1)
+expect_eq "$(curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" |
+	sed -n 's/^syncd_verify_dry_runs_total{app="verify",verdict="\([a-z]*\)"} \([0-9]*\)$/\1=\2/p' | sort | tr '\n' ' ')" \
+	"drift=0 insync=2 refused=0 " \
+	"/metrics: syncd_verify_dry_runs_total counts the two dry runs, both found in sync"
 kc -n "$NS" patch deployment web --type=merge \
 	-p '{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.26"}]}}}}' >/dev/null
 healed() {

