@@ -24,6 +24,7 @@
  */
 #include "diff/internal.h"
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -550,6 +551,62 @@ out:
 	return error;
 }
 
+/*
+ * The kinds of the Go-types table (diff/gotypes_gen.c) the table above
+ * does not declare (ReplicationController, PersistentVolume, EndpointSlice,
+ * ...): their schemas come from their Go types, the same ones kube-emu's
+ * field manager uses, so that an atomic map such as a
+ * ReplicationController's selector is atomic here too. A registry of its
+ * own (the table parsed again gives its CRD-style schemas their
+ * ObjectMeta), built once per process, on the first registry, and never
+ * changed: lookups share it without a lock. It lives as long as the
+ * process.
+ */
+static struct diff_schemas *gotype_layer;
+static pthread_once_t gotype_once = PTHREAD_ONCE_INIT;
+
+/* The group a core kind is registered under in the layer (no CRD group). */
+static const char *layer_group(const char *group)
+{
+	return *group ? group : "core";
+}
+
+static const struct diff_schema *dsl_lookup(const struct diff_schemas *reg,
+					    const char *group,
+					    const char *kind);
+
+static void gotype_layer_build(void)
+{
+	const char *group, *version, *kind;
+	struct diff_schemas *layer = calloc(1, sizeof(*layer));
+	int root;
+
+	if (!layer || dsl_parse(layer) < 0) {
+		diff_schemas_free(layer);
+		return;
+	}
+	for (size_t i = 0;
+	     diff_gotype_kind_at(i, &group, &version, &kind, &root); i++) {
+		json_t *crd;
+
+		if (dsl_lookup(layer, group, kind))
+			continue;
+		crd = json_pack("{s:s, s:{s:s}, s:{s:s, s:{s:s}, s:[{s:s, s:b, "
+				"s:b, s:{s:o}}]}}",
+				"kind", "CustomResourceDefinition", "metadata",
+				"name", kind, "spec", "group",
+				layer_group(group), "names", "kind", kind,
+				"versions", "name", version, "served", 1,
+				"storage", 1, "schema", "openAPIV3Schema",
+				diff_gotype_schema(root));
+		/* A kind that fails to register keeps the default schema. */
+		if (crd)
+			diff_schemas_add_crd(layer, crd, NULL);
+		json_decref(crd);
+	}
+	gotype_layer = layer;
+}
+
 struct diff_schemas *diff_schemas_new(void)
 {
 	struct diff_schemas *reg = calloc(1, sizeof(*reg));
@@ -558,6 +615,8 @@ struct diff_schemas *diff_schemas_new(void)
 		diff_schemas_free(reg);
 		return NULL;
 	}
+	if (reg)
+		pthread_once(&gotype_once, gotype_layer_build);
 	return reg;
 }
 
@@ -607,20 +666,13 @@ static size_t crd_find(const struct diff_schemas *reg, const char *group,
 	return lo;
 }
 
-const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
-					      const char *group,
-					      const char *kind)
+/* The table's root of group/kind, or NULL. */
+static const struct diff_schema *dsl_lookup(const struct diff_schemas *reg,
+					    const char *group,
+					    const char *kind)
 {
-	size_t lo = 0, hi;
-	bool found;
+	size_t lo = 0, hi = reg->nkinds;
 
-	if (!reg)
-		return &default_node;
-	if (!group)
-		group = "";
-	if (!kind)
-		return reg->default_root;
-	hi = reg->nkinds;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct kind_entry *e = &reg->kinds[mid];
@@ -633,8 +685,36 @@ const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
 		else
 			lo = mid + 1;
 	}
-	lo = crd_find(reg, group, kind, &found);
-	return found ? reg->crds[lo]->root : reg->default_root;
+	return NULL;
+}
+
+const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
+					      const char *group,
+					      const char *kind)
+{
+	const struct diff_schema *root;
+	size_t i;
+	bool found;
+
+	if (!reg)
+		return &default_node;
+	if (!group)
+		group = "";
+	if (!kind)
+		return reg->default_root;
+	if ((root = dsl_lookup(reg, group, kind)))
+		return root;
+	i = crd_find(reg, group, kind, &found);
+	if (found)
+		return reg->crds[i]->root;
+	/* Only kinds the server serves from Go types are in the layer. */
+	if (gotype_layer && reg != gotype_layer &&
+	    diff_schemas_typed(reg, group, kind)) {
+		i = crd_find(gotype_layer, layer_group(group), kind, &found);
+		if (found)
+			return gotype_layer->crds[i]->root;
+	}
+	return reg->default_root;
 }
 
 /* The API groups kube-apiserver 1.36 serves from Go types, sorted. */
