@@ -17,6 +17,38 @@
 
 #include "util/banned.h" /* last */
 
+/*
+ * A listed object carries the app's part-of label because syncd applied
+ * it -- or because a controller copied the label from one of the app's
+ * objects: the EndpointSlices and Endpoints of a Service get the
+ * Service's labels. Only the first kind is the app's (an orphan, which
+ * prune would delete). An object whose label is owned in managedFields
+ * by Update managers alone was labelled by a copy; an object without
+ * managedFields, or whose label nobody owns, is the app's as before.
+ */
+static bool label_copied(const json_t *obj)
+{
+	const json_t *mf = json_object_get(json_object_get(obj, "metadata"),
+					   "managedFields"),
+		     *e;
+	bool copied = false;
+	size_t i;
+
+	json_array_foreach(mf, i, e)
+	{
+		const json_t *f = json_object_get(e, "fieldsV1");
+
+		f = json_object_get(json_object_get(f, "f:metadata"),
+				    "f:labels");
+		if (!json_object_get(f, "f:" APP_LABEL_PART_OF))
+			continue;
+		if (diff_json_str_is(e, "operation", "Apply"))
+			return false;
+		copied = true;
+	}
+	return copied;
+}
+
 int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 {
 	struct strvec gks = STRVEC_INIT, nss = STRVEC_INIT;
@@ -102,6 +134,8 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 				goto out;
 			json_array_foreach(items, k, item)
 			{
+				if (label_copied(item))
+					continue; /* a desired one: GET below */
 				if ((error = app_add_live(app, item, err)) < 0)
 					break;
 			}

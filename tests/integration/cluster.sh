@@ -236,6 +236,21 @@ expect_eq "$(printf '%s' "$body" | jq -r '[.items[].metadata.name] | sort | join
 expect_eq "$(rvs | grep -v '^api/v1/secrets:default/kube-prometheus=')" \
 	"$before" "prune touches no other object"
 
+# A controller that copies labels (the EndpointSlice controller copies a
+# Service's) makes objects with the app's part-of label that syncd never
+# applied: the label is owned by an Update, so they are not orphans, and
+# prune leaves them (the budget below counts exactly two).
+api GET /api/v1/namespaces/monitoring/serviceaccounts/grafana
+part_of=$(printf '%s' "$body" | jq -r '.metadata.labels["applyset.kubernetes.io/part-of"]')
+api POST /api/v1/namespaces/monitoring/configmaps application/json \
+	"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"copied-labels\",\"labels\":{\"applyset.kubernetes.io/part-of\":\"$part_of\"}}}"
+expect_eq "$code" 201 "a ConfigMap with the app's label, written by another client"
+run_syncd sync --prune "${K[@]}" "$app"
+expect_eq "$rc $(grep -c 'copied-labels' "$tmp/.out")" "0 0" \
+	"a copy of the app's label is no orphan: not named, not pruned"
+api GET /api/v1/namespaces/monitoring/configmaps/copied-labels
+expect_eq "$code" 200 "the ConfigMap with the copied label is still there"
+
 # Over the budget: nothing pruned at all.
 rm "$app/grafana-serviceAccount.yaml" "$app/grafana-networkPolicy.yaml"
 run_syncd sync --prune --prune-budget 1 "${K[@]}" "$app"
