@@ -305,6 +305,13 @@ bench: $(SYNCD) $(KUBE_EMU) $(BUILD)/bench/diff $(BUILD)/bench/emu \
 	@echo
 	@echo "== controller: syncd run keeping 100 apps, 10,000 objects converged"
 	@BUILD=$(BUILD) bench/controller.sh
+	@echo
+	@echo "== real: 10,000 objects on the real kube-apiserver vs kubectl diff"
+	@if [ -x build/k8s/bin/kube-apiserver ]; then \
+		BUILD=$(BUILD) bench/real.sh; \
+	else \
+		echo "skipped: the real control plane is not built (make k8s)"; \
+	fi
 
 # The main job: syncd run keeping examples/guestbook converged on a local
 # kube-emu, narrated step by step (examples/demo.sh); exit 0 only when

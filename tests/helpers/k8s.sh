@@ -51,7 +51,8 @@
 # random below the kernel's ephemeral range (a port taken meanwhile makes
 # k8s_start try other ones, twice); K8S_ETCD_PORT and K8S_API_PORT force
 # them (a port in use is then an error naming the component). K8S_DEADLINE (s)
-# replaces every component's own deadline (20-60 s).
+# replaces every component's own deadline (20-60 s). K8S_SERVICE_CIDR
+# replaces the Services' cluster IP range (10.0.0.0/24: 253 addresses).
 
 # Always the one build of `make k8s` (the sanitizer build uses it too).
 K8S_BIN=${K8S_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/k8s/bin}
@@ -375,7 +376,7 @@ EOF
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file "$K8S_DIR/pki/sa.pub" \
 		--service-account-signing-key-file "$K8S_DIR/pki/sa.key" \
-		--service-cluster-ip-range 10.0.0.0/24 \
+		--service-cluster-ip-range "${K8S_SERVICE_CIDR:-10.0.0.0/24}" \
 		--endpoint-reconciler-type none \
 		--allow-privileged \
 		--audit-policy-file "$K8S_DIR/audit-policy.yaml" \
