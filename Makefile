@@ -93,8 +93,10 @@ endif
 # Rooms: one static library each, dependencies pointing one way
 # (docs/internals/architecture.md; `make check-deps` enforces it):
 #   util <- diff <- renderers <- kube, source <- app <- controller <- syncd
+#   util <- health (used by app and the rooms above it, and kube-emu)
 UTIL_SRC := $(wildcard util/*.c)
 DIFF_SRC := $(wildcard diff/*.c)
+HEALTH_SRC := $(wildcard health/*.c)
 RENDER_SRC := $(wildcard renderers/*.c)
 KUBE_SRC := $(wildcard kube/*.c)
 SOURCE_SRC := $(wildcard source/*.c)
@@ -120,6 +122,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIBUTIL := $(BUILD)/libutil.a
 LIBDIFF := $(BUILD)/libdiff.a
+LIBHEALTH := $(BUILD)/libhealth.a
 LIBRENDER := $(BUILD)/librender.a
 LIBKUBE := $(BUILD)/libkube.a
 LIBSOURCE := $(BUILD)/libsource.a
@@ -128,7 +131,7 @@ LIBCONTROLLER := $(BUILD)/libcontroller.a
 LIBSYNCD := $(BUILD)/libsyncd.a
 # In link order: a library before the ones it uses.
 LIBS_ALL := $(LIBSYNCD) $(LIBCONTROLLER) $(LIBAPP) $(LIBSOURCE) $(LIBKUBE) \
-	$(LIBRENDER) $(LIBDIFF) $(LIBUTIL)
+	$(LIBRENDER) $(LIBDIFF) $(LIBHEALTH) $(LIBUTIL)
 
 SYNCD := $(BUILD)/syncd
 KUBE_EMU := $(BUILD)/kube-emu
@@ -158,6 +161,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c
 
 $(LIBUTIL): $(call obj,$(UTIL_SRC))
 $(LIBDIFF): $(call obj,$(DIFF_SRC))
+$(LIBHEALTH): $(call obj,$(HEALTH_SRC))
 $(LIBRENDER): $(call obj,$(RENDER_SRC))
 $(LIBKUBE): $(call obj,$(KUBE_SRC))
 $(LIBSOURCE): $(call obj,$(SOURCE_SRC))
@@ -175,11 +179,11 @@ $(SYNCD): $(call obj,syncd/main.c) $(LIBS_ALL)
 $(call obj,$(EMU_SRC) kube-emu/main.c $(EMU_TESTS)): ALL_CFLAGS += $(EMU_CFLAGS)
 
 $(KUBE_EMU): $(call obj,$(EMU_SRC) kube-emu/main.c) $(LIBRENDER) \
-		$(LIBDIFF) $(LIBUTIL)
+		$(LIBDIFF) $(LIBHEALTH) $(LIBUTIL)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(EMU_LIBS)
 
 $(EMU_UNIT): $(call obj,$(EMU_SRC) $(EMU_TESTS) tests/helpers/cases.c) $(LIBRENDER) $(LIBDIFF) \
-		$(LIBUTIL)
+		$(LIBHEALTH) $(LIBUTIL)
 	@mkdir -p $(dir $@)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) \
 		$(EMU_LIBS) $(TEST_LIBS)
@@ -219,8 +223,8 @@ test: check-banned check-deps $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),
 
 # Every product source file ends its includes with util/banned.h, so a
 # banned function (strcpy, sprintf, atoi, ...) fails to compile.
-BANNED_SRC := $(wildcard util/*.c diff/*.c renderers/*.c kube/*.c source/*.c \
-	app/*.c controller/*.c syncd/*.c kube-emu/*.c)
+BANNED_SRC := $(wildcard util/*.c diff/*.c health/*.c renderers/*.c kube/*.c \
+	source/*.c app/*.c controller/*.c syncd/*.c kube-emu/*.c)
 # The rooms' one-way doors: a folder includes only its own headers and the
 # public header of the rooms below it (tests/check-deps.sh); the self-test
 # shows the check failing on planted wrong includes.

@@ -17,8 +17,8 @@
  *
  * The room's files: inventory.c (init, label, parent, types), live.c
  * (reads, schemas, dry runs, app_compare()), sync.c (app_sync()),
- * conn.c (the connection), spec.c (the app spec and the render cache);
- * internal.h is what they share.
+ * conn.c (the connection), spec.c (the app spec and the render cache),
+ * health.c (the app's health); internal.h is what they share.
  */
 #ifndef APP_APP_H
 #define APP_APP_H
@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "diff/diff.h"
+#include "health/health.h"
 #include "renderers/render.h"
 #include "source/source.h"
 #include "kube/kube.h"
@@ -269,6 +270,54 @@ int app_compare(struct app *app, struct diff_objset *desired,
 		const struct diff_options *dopts, struct diff_schemas **reg,
 		struct diff_report **report, const char *revision,
 		struct err *err);
+
+/*
+ * The app's health after a comparison: each desired object's, judged on
+ * its live object as app_read_live() read it (health_of(); no live object
+ * is Missing), and the app's, the worst of them (Healthy when the app has
+ * no objects). Orphans and the parent are left out.
+ */
+struct app_health_object {
+	char *name;           /* "Deployment.apps ns/web" */
+	size_t index;         /* its place in the report */
+	struct health health;
+};
+
+struct app_health {
+	enum health_state state;
+	/*
+	 * The objects that decide it, "NAME: REASON; ..." (three at most,
+	 * then "and N more").
+	 */
+	char *message;
+	struct app_health_object *objects; /* n, in report order */
+	size_t n;
+};
+
+/*
+ * Fill *out (overwritten; release with app_health_release(), also after a
+ * failure). `rules` (the configured per-kind rules) may be NULL. Fails
+ * only when memory runs out.
+ */
+int app_health_of(const struct app *app, const struct diff_report *report,
+		  const struct health_rules *rules, struct app_health *out,
+		  struct err *err);
+
+void app_health_release(struct app_health *h);
+
+/*
+ * {"status", "message"} of the app, and with `objects` the list of its
+ * objects that are not Healthy ({"object", "status", "message"}). New
+ * reference; NULL when out of memory.
+ */
+json_t *app_health_json(const struct app_health *h, bool objects);
+
+/*
+ * Add "health" ({"status", "message"}) to each object of
+ * diff_report_to_json()'s document of the same report, and the app's to
+ * the document itself.
+ */
+void app_health_annotate(json_t *report_json, const struct app_health *h);
 
 /*
  * The app spec: everything that says what an app is, in one type. Where

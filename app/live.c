@@ -59,6 +59,8 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 	json_t *parent = NULL;
 	int error = 0, first = 0;
 
+	/* What an earlier read found goes: this one reads everything anew. */
+	diff_objset_release(&app->live);
 	if ((error = app_read_parent(app, &gks, &nss, err)) < 0)
 		goto out;
 	/* The types: desired ones first (their version), then the parent's. */
@@ -178,10 +180,14 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 	if ((error = app_build_parent(app, desired, &app->live, NULL, &parent,
 				      err)) < 0)
 		goto out;
-	if ((error = diff_object_new(&po, parent, "app inventory", err)) < 0 ||
-	    (error = diff_objset_add(desired, po, err)) < 0)
+	if ((error = diff_object_new(&po, parent, "app inventory", err)) < 0)
 		goto out;
-	po = NULL;
+	/* Read again (sync --wait): the desired parent is there already. */
+	if (!diff_objset_get(desired, &po->key)) {
+		if ((error = diff_objset_add(desired, po, err)) < 0)
+			goto out;
+		po = NULL;
+	}
 	error = first;
 	goto out;
 nomem:

@@ -244,8 +244,12 @@ static int add_crds(struct diff_schemas *reg, const struct diff_objset *set,
 	return error;
 }
 
-/* The report on stdout; EXIT_RESULT when it shows drift. */
-static int print_report(const struct diff_report *report, bool json,
+/*
+ * The report on stdout, with the app's health when there is one;
+ * EXIT_RESULT when it shows drift (health does not change the status).
+ */
+static int print_report(const struct diff_report *report,
+			const struct app_health *health, bool json,
 			const char *color, struct err *err)
 {
 	struct buf out = BUF_INIT;
@@ -255,6 +259,8 @@ static int print_report(const struct diff_report *report, bool json,
 	if (json) {
 		json_t *j = diff_report_to_json(report);
 
+		if (j && health)
+			app_health_annotate(j, health);
 		if (!j || diff_json_dump(j, 2, &out) < 0 ||
 		    buf_addch(&out, '\n') < 0) {
 			json_decref(j);
@@ -270,6 +276,10 @@ static int print_report(const struct diff_report *report, bool json,
 			err_set(err, ERR_NOMEM, "cannot render the report");
 			goto out;
 		}
+		if (health)
+			buf_addf(&out, "health: %s: %s\n",
+				 health_state_name(health->state),
+				 health->message ? health->message : "");
 	}
 	rc = cli_write_stdout(buf_cstr(&out), out.len);
 	if (rc == EXIT_OK && diff_report_has_drift(report))
@@ -305,7 +315,7 @@ static int diff_files(struct diff_objset *desired, const char *revision,
 	if (diff_compare(&report, desired, &live, reg, opts, revision,
 			 err) < 0)
 		goto out;
-	rc = print_report(report, json, color, err);
+	rc = print_report(report, NULL, json, color, err);
 out:
 	diff_report_free(report);
 	diff_schemas_free(reg);
@@ -335,6 +345,7 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 	struct diff_objset dry = DIFF_OBJSET_INIT;
 	struct diff_schemas *reg = NULL;
 	struct diff_report *report = NULL;
+	struct app_health health = {0};
 	int error, rc = EXIT_ERROR;
 	bool partial;
 
@@ -367,12 +378,15 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		/* Unconfirmed drift is still drift: reported as found. */
 		partial = true;
 	}
-	rc = print_report(report, json, color, err);
+	if (app_health_of(&app, report, NULL, &health, err) < 0)
+		goto out;
+	rc = print_report(report, &health, json, color, err);
 	if (partial)
 		rc = EXIT_ERROR; /* the report is not the whole story */
 out:
 	if (err_count(err))
 		cli_print_errors(err);
+	app_health_release(&health);
 	diff_report_free(report);
 	diff_schemas_free(reg);
 	diff_objset_release(&dry);

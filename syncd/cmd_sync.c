@@ -10,6 +10,7 @@
 
 #include "diff/diff.h"
 #include "app/app.h"
+#include "util/clock.h"
 #include "syncd/cli.h"
 #include "syncd/cli_app.h"
 
@@ -19,7 +20,7 @@ static const char usage[] =
 	"usage: syncd sync PATH [--kubeconfig FILE] [--context NAME]\n"
 	"                  [-n NS] [--app NAME] [--field-manager NAME]\n"
 	"                  [--dry-run] [--force-conflicts] [--prune]\n"
-	"                  [--verify dryRun|off]\n"
+	"                  [--verify dryRun|off] [--wait [--timeout D]]\n"
 	"                  [--prune-allow-kind KIND[.GROUP]]...\n"
 	"                  [--prune-budget N]\n"
 	"       (PATH, or --repo URL [--revision REV] [--path SUBDIR])\n"
@@ -56,6 +57,13 @@ static const char usage[] =
 	"                             with one dry-run apply, and leave it\n"
 	"                             alone if the server would store it as\n"
 	"                             it is; off: trust the local comparison\n"
+	"      --wait                 after the sync, wait until every\n"
+	"                             object is healthy (Deployments\n"
+	"                             available, Jobs complete, CRs\n"
+	"                             Ready, ...: docs/health.md); exit 1\n"
+	"                             at once when one is Degraded\n"
+	"      --timeout D            how long --wait waits (default 5m;\n"
+	"                             Go durations: 90s, 2m30s)\n"
 	"      --prune                delete labelled objects the app no\n"
 	"                             longer has (never Namespaces,\n"
 	"                             PersistentVolumeClaims or CRDs\n"
@@ -72,8 +80,15 @@ static const char usage[] =
 
 static const char usage_tail[] =
 	"\n"
-	"Exit status: 0 converged, 1 some objects failed (listed with the API\n"
-	"server's message), 2 could not run.\n";
+	"Exit status: 0 converged (with --wait: and healthy), 1 some objects\n"
+	"failed (listed with the API server's message; with --wait: an object\n"
+	"is Degraded, or the timeout passed, naming the objects and why), 2\n"
+	"could not run.\n";
+
+/* --wait: polls start at WAIT_FIRST_MS and double up to WAIT_MAX_MS. */
+#define WAIT_FIRST_MS 500
+#define WAIT_MAX_MS 5000
+#define WAIT_DEFAULT_MS (5 * 60 * 1000)
 
 #define MAX_ALLOW 16
 
@@ -114,6 +129,65 @@ static int print_result(const struct app_sync_result *res, bool dry_run)
 	return rc;
 }
 
+/*
+ * sync --wait: read the app's live objects again (its LISTs) until every
+ * object is Healthy (EXIT_OK), one is Degraded (EXIT_RESULT at once) or
+ * `timeout_ms` passed (EXIT_RESULT, naming what is not healthy yet).
+ * Each change of the app's health is printed as it is seen.
+ */
+static int wait_healthy(struct app *app, struct diff_objset *desired,
+			const struct diff_report *report, uint64_t timeout_ms,
+			struct err *err)
+{
+	uint64_t start = clk_mono_ms(), elapsed;
+	long pause = WAIT_FIRST_MS;
+	char *seen = NULL;
+	int rc = EXIT_ERROR;
+
+	for (;;) {
+		struct app_health h;
+
+		if (app_read_live(app, desired, err) < 0 ||
+		    app_health_of(app, report, NULL, &h, err) < 0)
+			break;
+		elapsed = clk_mono_ms() - start;
+		if (h.state == HEALTH_HEALTHY || h.state == HEALTH_DEGRADED) {
+			printf("health: %s after %.1fs: %s\n",
+			       health_state_name(h.state),
+			       (double)elapsed / 1000.0,
+			       h.state == HEALTH_HEALTHY
+				       ? "every object is healthy"
+				       : h.message);
+			rc = h.state == HEALTH_HEALTHY ? EXIT_OK : EXIT_RESULT;
+			app_health_release(&h);
+			break;
+		}
+		if (!seen || strcmp(seen, h.message)) {
+			printf("waiting: %s: %s\n", health_state_name(h.state),
+			       h.message);
+			fflush(stdout);
+			free(seen);
+			seen = strdup(h.message);
+		}
+		if (elapsed >= timeout_ms) {
+			printf("health: timed out after %.1fs, still %s: %s\n",
+			       (double)elapsed / 1000.0,
+			       health_state_name(h.state), h.message);
+			rc = EXIT_RESULT;
+			app_health_release(&h);
+			break;
+		}
+		app_health_release(&h);
+		if ((uint64_t)pause > timeout_ms - elapsed)
+			pause = (long)(timeout_ms - elapsed);
+		clk_sleep_ms(pause);
+		pause = pause * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : pause * 2;
+	}
+	free(seen);
+	fflush(stdout);
+	return rc;
+}
+
 static int sync_main(int argc, char **argv)
 {
 	static const struct option own[] = {
@@ -125,6 +199,8 @@ static int sync_main(int argc, char **argv)
 		{"dry-run", no_argument, NULL, 'D'},
 		{"force-conflicts", no_argument, NULL, 'F'},
 		{"verify", required_argument, NULL, 'V'},
+		{"wait", no_argument, NULL, 'W'},
+		{"timeout", required_argument, NULL, 'T'},
 		{"prune", no_argument, NULL, 'R'},
 		{"prune-allow-kind", required_argument, NULL, 'k'},
 		{"prune-budget", required_argument, NULL, 'b'},
@@ -148,6 +224,8 @@ static int sync_main(int argc, char **argv)
 	const char *kubeconfig = NULL, *context = NULL, *ns = NULL;
 	const char *name = NULL, *path, *revision = NULL;
 	unsigned long budget;
+	uint64_t timeout_ms = WAIT_DEFAULT_MS;
+	bool wait = false, timeout_set = false;
 	char *derived = NULL, *end;
 	int c, r, error, rc = EXIT_ERROR;
 
@@ -196,6 +274,22 @@ static int sync_main(int argc, char **argv)
 						     err_first(&err));
 				goto out;
 			}
+			break;
+		case 'W':
+			wait = true;
+			break;
+		case 'T':
+			if (clk_parse_duration(optarg, CLK_DURATION_BARE_SECONDS,
+					       &timeout_ms) < 0 ||
+			    !timeout_ms) {
+				rc = cli_usage_error(&cli_sync_command,
+						     "--timeout wants a duration "
+						     "such as 90s or 5m, not "
+						     "\"%s\"",
+						     optarg);
+				goto out;
+			}
+			timeout_set = true;
 			break;
 		case 'R':
 			capp.spec.prune = true;
@@ -255,6 +349,18 @@ static int sync_main(int argc, char **argv)
 		rc = cli_usage_error(&cli_sync_command, "%s", err_first(&err));
 		goto out;
 	}
+	if (timeout_set && !wait) {
+		rc = cli_usage_error(&cli_sync_command,
+				     "--timeout is how long --wait waits: give "
+				     "--wait too");
+		goto out;
+	}
+	if (wait && so.dry_run) {
+		rc = cli_usage_error(&cli_sync_command,
+				     "--wait waits for what a sync applied: "
+				     "not with --dry-run");
+		goto out;
+	}
 	if (!name) {
 		derived = cli_app_default_name(&capp, path);
 		if (!derived) {
@@ -309,6 +415,11 @@ static int sync_main(int argc, char **argv)
 		err_print(&res.failures, stderr, "error");
 	if (rc == EXIT_OK && res.failed)
 		rc = EXIT_RESULT;
+	if (rc == EXIT_OK && wait) {
+		rc = wait_healthy(&app, &desired, report, timeout_ms, &err);
+		if (rc == EXIT_ERROR)
+			goto fail;
+	}
 	goto out;
 fail:
 	cli_print_errors(&err);

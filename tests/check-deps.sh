@@ -18,13 +18,14 @@ set -euo pipefail
 declare -A ROOMS=(
 	[util]="*"
 	[diff]="diff/diff.h util"
+	[health]="health/health.h util"
 	[renderers]="renderers/render.h util diff"
 	[kube]="kube/kube.h util diff renderers"
 	[source]="source/source.h util"
-	[app]="app/app.h util diff renderers kube source"
-	[controller]="controller/controller.h util diff renderers kube source app"
-	[syncd]="- util diff renderers kube source app controller"
-	[kube-emu]="- util diff renderers"
+	[app]="app/app.h util diff health renderers kube source"
+	[controller]="controller/controller.h util diff health renderers kube source app"
+	[syncd]="- util diff health renderers kube source app controller"
+	[kube-emu]="- util diff health renderers"
 )
 declare -A ALLOWED PUBLIC
 for room in "${!ROOMS[@]}"; do
@@ -103,6 +104,8 @@ self_test() {
 		mv "$tmp/$file.orig" "$tmp/$file"
 	}
 	plant diff/compare.c controller/controller.h "diff/ may not use controller/"
+	plant health/rules.c diff/diff.h "health/ may not use diff/"
+	plant app/sync.c health/internal.h "only health/health.h of health/ is public"
 	plant kube/http.c app/app.h "kube/ may not use app/"
 	plant app/sync.c controller/internal.h "app/ may not use controller/"
 	plant syncd/cmd_run.c controller/queue.h "only controller/controller.h of controller/ is public"
