@@ -945,7 +945,7 @@ static const char *const top_keys[] = {
 	"resync",   "workers", "fieldManager", "kubeconfig", "context",
 	"cacheDir", "qps",     "burst",	       "watch",	     "log",
 	"listen",   "apps",    "fightDetection", "api", "webhook",
-	"leaderElection", "events", NULL,
+	"leaderElection", "events", "health", NULL,
 };
 static const char *const api_keys[] = {
 	"tokenFile",
@@ -995,6 +995,57 @@ static bool listen_ok(const char *s)
 	       isdigit((unsigned char)colon[1]);
 }
 
+/*
+ * health: per-kind health rules (docs/health.md), a list. A bad rule is
+ * reported at the line of the value at fault: health_rules_add() says
+ * where inside the rule, as a JSON pointer.
+ */
+static void walk_health(struct walk *w, const json_t *v, struct config *c)
+{
+	struct mark m = push_key(w, "health"), mi;
+	const json_t *rule;
+	size_t i;
+
+	if (!json_is_array(v)) {
+		wrong_type(w, "a list of rules", v);
+		goto out;
+	}
+	if (!c->health && !(c->health = health_rules_new())) {
+		w->nomem = true;
+		goto out;
+	}
+	json_array_foreach(v, i, rule)
+	{
+		struct err e = ERR_INIT;
+		char *where = NULL, *seg, *save = NULL;
+		int error;
+
+		mi = push_index(w, i);
+		error = health_rules_add(c->health, rule, &where, &e);
+		if (error == ERR_NOMEM) {
+			w->nomem = true;
+		} else if (error < 0) {
+			/* "/fields/0/path": down to the value at fault. */
+			for (seg = where ? strtok_r(where, "/", &save) : NULL;
+			     seg; seg = strtok_r(NULL, "/", &save)) {
+				char *end;
+				unsigned long n = strtoul(seg, &end, 10);
+
+				if (*seg && !*end)
+					push_index(w, n);
+				else
+					push_key(w, seg);
+			}
+			problem(w, "%s", err_first(&e));
+		}
+		free(where);
+		err_release(&e);
+		pop(w, mi);
+	}
+out:
+	pop(w, m);
+}
+
 static void walk_top(struct walk *w, const json_t *root, struct config *c)
 {
 	json_t *v, *item, *names;
@@ -1040,6 +1091,8 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 		pop(w, m);
 	}
 	get_bool(w, root, "events", &c->events);
+	if ((v = json_object_get(root, "health")))
+		walk_health(w, v, c);
 	/* leaderElection: true, or a mapping with the details. */
 	if ((v = json_object_get(root, "leaderElection"))) {
 		if (json_is_boolean(v)) {
@@ -1139,6 +1192,7 @@ void config_free(struct config *cfg)
 	for (size_t i = 0; i < cfg->napps; i++)
 		app_spec_release(&cfg->apps[i]);
 	free(cfg->apps);
+	health_rules_free(cfg->health);
 	free(cfg->path);
 	free(cfg->field_manager);
 	free(cfg->kubeconfig);

@@ -30,6 +30,11 @@
  * one pass, and a manual edit is healed well within a second.
  */
 #define WATCH_DEBOUNCE_MS 50u
+/*
+ * After a pass that wrote, the objects' health is read by another pass
+ * this much later (the health the pass saw is from before its writes).
+ */
+#define HEALTH_REREAD_MS 2000u
 
 /* How long a reload waits for passes in flight. */
 #define RELOAD_GRACE_MS (5u * 60u * 1000u)
@@ -581,6 +586,8 @@ static int pass(struct controller *c, struct ctl_app *a)
 	struct diff_report *report = NULL;
 	struct err err = ERR_INIT;
 	struct app app;
+	struct app_health health = {0};
+	bool have_health = false;
 	char counts[160];
 	bool stale = false, act = false;
 	uint64_t now = clk_mono_ms();
@@ -663,6 +670,10 @@ static int pass(struct controller *c, struct ctl_app *a)
 	    (error = verify(c, a, &app, report, &desired, reg, &dopts,
 			    &err)) < 0)
 		goto fail;
+	if ((error = app_health_of(&app, report, c->cfg->health, &health,
+				   &err)) < 0)
+		goto fail;
+	have_health = true;
 	a->cur_report = report;
 	a->cur_app = &app;
 	ctl_event_foreign(a, report);
@@ -690,6 +701,16 @@ static int pass(struct controller *c, struct ctl_app *a)
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
 	log_writes(ca->name, a->commit, &res, a->drift_notes);
+	if (res.applied || res.pruned) {
+		app_health_release(&health);
+		health.state = HEALTH_PROGRESSING;
+		health.message = strdup("objects were written: their health "
+					"is read again shortly");
+		pthread_mutex_lock(&c->lock);
+		if (c->q)
+			queue_enqueue_after(c->q, ca->name, HEALTH_REREAD_MS);
+		pthread_mutex_unlock(&c->lock);
+	}
 	snprintf(counts, sizeof(counts),
 		 "applied=%zu unchanged=%zu pruned=%zu kept=%zu failed=%zu "
 		 "fighting=%zu",
@@ -711,13 +732,16 @@ fail:
 		  a->commit[0] ? a->commit : a->seen,
 		  "error", err_first(&err), NULL);
 out:
-	ctl_status_pass(c, a, report, act, rc ? err_first(&err) : NULL,
+	a->cur_app = &app; /* the health Event names the inventory */
+	ctl_status_pass(c, a, report, have_health ? &health : NULL, act,
+			rc ? err_first(&err) : NULL,
 			stale ? a->source_error : NULL,
 			(double)(clk_mono_ms() - now) / 1000.0);
 	a->cur_report = NULL;
 	a->cur_app = NULL;
 	json_decref(a->drift_notes);
 	a->drift_notes = NULL;
+	app_health_release(&health);
 	app_sync_result_release(&res);
 	diff_report_free(report);
 	diff_schemas_free(reg);
@@ -802,6 +826,8 @@ int controller_new(struct controller **out, const struct config *cfg,
 	}
 	wo.changed = on_change;
 	wo.ctx = c;
+	/* Health is read from status, and a change of it is worth a pass. */
+	wo.keep_status = true;
 	if (cfg->watch &&
 	    (error = kube_watchcache_new(&c->wc, c->conn.client, &wo, err)) < 0)
 		goto fail;

@@ -76,6 +76,7 @@ struct config {
 		char *name;	 /* NULL: "syncd" */
 		uint64_t lease_ms, renew_ms, retry_ms; /* 15s, 10s, 2s */
 	} leader;
+	struct health_rules *health; /* health: per-kind rules; NULL: none */
 	struct app_spec *apps; /* the apps, in file order */
 	size_t napps;
 	json_t *raw_globals; /* the top level less `apps`, or NULL */

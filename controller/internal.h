@@ -38,6 +38,10 @@ struct ctl_status {
 	char *source_error;  /* the source's, while the last good is kept */
 	time_t drift_since;  /* 0: in sync */
 	struct diff_summary sum;
+	/* The app's health after the last pass that read its objects. */
+	bool health_known;
+	enum health_state health;
+	json_t *health_doc;  /* app_health_json() with its objects */
 	json_t *report;	     /* the last drift report, with firstSeen */
 	json_t *first_seen;  /* "<object>\t<path>" -> RFC 3339 */
 	/* Only the pass uses this: the foreign fields last reported by an
@@ -120,7 +124,8 @@ void ctl_metrics_declare(struct metrics *m);
  * whether it acted on drift, its error (NULL: success) and duration.
  */
 void ctl_status_pass(struct controller *c, struct ctl_app *a,
-		     const struct diff_report *report, bool healed,
+		     const struct diff_report *report,
+		     const struct app_health *health, bool healed,
 		     const char *error, const char *source_error,
 		     double seconds);
 /* An app left the controller: drop its series. */

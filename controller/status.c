@@ -31,6 +31,11 @@ void ctl_metrics_declare(struct metrics *m)
 			"Objects of each app by state in its last drift "
 			"report.",
 			NULL, 0);
+	metrics_declare(m, "syncd_app_health", METRICS_GAUGE,
+			"1 for each app's health (Healthy, Suspended, "
+			"Progressing, Missing, Degraded, Unknown), 0 for the "
+			"others: the worst health of its objects.",
+			NULL, 0);
 	metrics_declare(m, "syncd_app_drifted_fields", METRICS_GAUGE,
 			"Differing fields of each app in its last drift "
 			"report, by owner: self (syncd heals them) or foreign "
@@ -86,6 +91,7 @@ void ctl_status_release(struct ctl_app *a)
 	free(a->st.error);
 	free(a->st.source_error);
 	json_decref(a->st.report);
+	json_decref(a->st.health_doc);
 	json_decref(a->st.first_seen);
 	json_decref(a->st.foreign_notes);
 	pthread_mutex_destroy(&a->st_lock);
@@ -204,11 +210,61 @@ static void app_gauges(struct controller *c, struct ctl_app *a)
 		  "foreign", (double)s->foreign_fields);
 }
 
+/* The health gauges of one app: 1 for its state, 0 for the others. */
+static void health_gauges(struct metrics *m, const char *app,
+			  enum health_state now)
+{
+	for (int s = HEALTH_HEALTHY; s <= HEALTH_UNKNOWN; s++)
+		set_gauge(m, "syncd_app_health", app, "status",
+			  health_state_name((enum health_state)s),
+			  s == (int)now ? 1 : 0);
+}
+
+/*
+ * An Event on the app's inventory Secret when its health changes
+ * (Progressing, Healthy, Degraded, ...: the reason is the new state;
+ * Warning for the bad ones). kube_events_emit() rate-limits them.
+ */
+static void health_event(struct ctl_app *a, const struct app_health *h)
+{
+	const struct app *app = a->cur_app;
+	const json_t *uid = NULL;
+	json_t *o;
+	bool bad = h->state == HEALTH_DEGRADED || h->state == HEALTH_MISSING ||
+		   h->state == HEALTH_UNKNOWN;
+
+	if (!a->ctl->events || !app)
+		return;
+	for (size_t i = 0; i < app->live.len && !uid; i++) {
+		const struct diff_key *k = &app->live.items[i]->key;
+
+		if (!*k->group && !strcmp(k->kind, "Secret") &&
+		    !strcmp(k->ns, app->namespace) &&
+		    !strcmp(k->name, app->name))
+			uid = json_object_get(
+				json_object_get(app->live.items[i]->json,
+						"metadata"),
+				"uid");
+	}
+	o = json_pack("{s:s, s:s, s:{s:s, s:s, s:O?}}", "apiVersion", "v1",
+		      "kind", "Secret", "metadata", "name", app->name,
+		      "namespace", app->namespace, "uid", uid);
+	if (!o)
+		return;
+	kube_events_emit(a->ctl->events, o, bad ? "Warning" : "Normal",
+			 health_state_name(h->state), "Health",
+			 h->message ? h->message : "");
+	json_decref(o);
+}
+
 void ctl_status_pass(struct controller *c, struct ctl_app *a,
-		     const struct diff_report *report, bool healed,
+		     const struct diff_report *report,
+		     const struct app_health *health, bool healed,
 		     const char *error, const char *source_error,
 		     double seconds)
 {
+	bool health_changed = false;
+
 	const char *name = a->spec->name;
 	const char *result = error ? "failure" : "success";
 	const char *labels[] = {"app", name, "result", result, NULL};
@@ -250,8 +306,18 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		a->st.drift_since = 0;
 	else if (!a->st.drift_since && (drift || a->st.sum.fighting))
 		a->st.drift_since = now;
+	if (health) {
+		health_changed = !a->st.health_known ||
+				 a->st.health != health->state;
+		a->st.health_known = true;
+		a->st.health = health->state;
+		json_decref(a->st.health_doc);
+		a->st.health_doc = app_health_json(health, true);
+	}
 	if (c->metrics) {
 		app_gauges(c, a);
+		if (health)
+			health_gauges(c->metrics, name, health->state);
 		metrics_counter_add(c->metrics, "syncd_sync_total", labels, 1);
 		metrics_observe(c->metrics,
 				"syncd_reconcile_duration_seconds", app_only,
@@ -262,6 +328,8 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	}
 	pthread_mutex_unlock(&a->st_lock);
 	json_decref(rj);
+	if (health_changed)
+		health_event(a, health);
 }
 
 void ctl_metrics_forget(struct controller *c, const char *app)
@@ -320,6 +388,19 @@ static json_t *summary_json(const struct ctl_app *a)
 				    a->st.source_error
 					    ? json_string(a->st.source_error)
 					    : json_null());
+	if (o)
+		json_object_set_new(
+			o, "health",
+			a->st.health_doc
+				? json_pack("{s:O, s:O}", "status",
+					    json_object_get(a->st.health_doc,
+							    "status"),
+					    "message",
+					    json_object_get(a->st.health_doc,
+							    "message"))
+				: json_pack("{s:s, s:s}", "status", "Unknown",
+					    "message", "no pass has read the "
+						       "app's objects yet"));
 	return o;
 }
 
@@ -362,6 +443,9 @@ json_t *controller_app_json(struct controller *c, const char *name)
 			json_object_set(doc, "report",
 					a->st.report ? a->st.report
 						     : json_null());
+			if (a->st.health_doc)
+				json_object_set(doc, "health",
+						a->st.health_doc);
 		}
 		pthread_mutex_unlock(&a->st_lock);
 	}

@@ -412,8 +412,10 @@ int kube_event_create(struct kube_client *c, const struct kube_event *ev,
  *
  * Memory: objects are stored as compact JSON text without `status` (it
  * is not part of what syncd compares and is often the largest, busiest
- * part of an object), indexed by their part-of label; snapshots parse
- * them back. `metadata.managedFields` is kept because the diff needs it.
+ * part of an object) unless the options say keep_status (the controller
+ * does: health is read from status), indexed by their part-of label;
+ * snapshots parse them back. `metadata.managedFields` is kept because the
+ * diff needs it.
  *
  * Changes: the `changed` callback of the options is called for every
  * ADDED, MODIFIED or DELETED object carrying the inventory label
@@ -423,7 +425,9 @@ int kube_event_create(struct kube_client *c, const struct kube_event *ev,
  * echo of its own write). A change that is only a write of the status
  * subresource (status, resourceVersion and the "status" managedFields
  * entries differ, nothing else: what the real controllers do to a
- * Deployment or an HPA many times a minute) is stored but not reported.
+ * Deployment or an HPA many times a minute) is stored but not reported,
+ * unless the cache keeps status: then a change of the status is reported
+ * too (a write that leaves everything as it was is not).
  * A re-list compares the new list with the cache and reports what
  * differs the same way, without a resourceVersion. The callback runs on
  * a watch thread with no cache lock held, so it may call
@@ -446,6 +450,8 @@ struct kube_watchcache_options {
 	void *ctx;
 	/* Server-side timeoutSeconds of each watch request; 0: 300. */
 	unsigned watch_timeout_s;
+	/* Store status and report its changes (see above); default off. */
+	bool keep_status;
 };
 
 /*

@@ -138,19 +138,22 @@ static json_t *parse(const json_t *text)
 }
 
 /*
- * The object as stored: compact text without status (not compared by
- * syncd, often the largest and busiest part). New reference or NULL.
+ * The object as stored: compact text, without status (not compared by
+ * syncd, often the largest and busiest part) unless the cache keeps it.
+ * New reference or NULL.
  */
-static json_t *store_text(json_t *obj)
+static json_t *store_text(json_t *obj, bool keep_status)
 {
-	json_t *copy = json_object_get(obj, "status") ? json_copy(obj)
-						      : json_incref(obj);
+	json_t *copy = !keep_status && json_object_get(obj, "status")
+			       ? json_copy(obj)
+			       : json_incref(obj);
 	json_t *text = NULL;
 	char *dump;
 
 	if (!copy)
 		return NULL;
-	json_object_del(copy, "status");
+	if (!keep_status)
+		json_object_del(copy, "status");
 	if ((dump = json_dumps(copy, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
 		text = json_string_nocheck(dump);
 		free(dump);
@@ -194,12 +197,20 @@ static json_t *without_status_writes(const json_t *obj)
  * Deployment's replica counts, an HPA's metrics): nothing syncd compares
  * changed, so no pass is needed for it.
  */
-static bool only_status_changed(const json_t *old, const json_t *obj)
+static bool only_status_changed(const struct watch *w, const json_t *old,
+				const json_t *obj)
 {
 	json_t *a = without_status_writes(old);
 	json_t *b = without_status_writes(obj);
 	bool same = a && b && json_equal(a, b);
 
+	/* A cache that keeps status reports its changes (health reads it). */
+	if (same && w->wc->opts.keep_status) {
+		const json_t *sa = json_object_get(old, "status");
+		const json_t *sb = json_object_get(obj, "status");
+
+		same = sa == sb || (sa && sb && json_equal(sa, sb));
+	}
 	json_decref(a);
 	json_decref(b);
 	return same;
@@ -235,7 +246,7 @@ static void drop_key(struct watch *w, const char *k)
 static int put_key(struct watch *w, const char *k, json_t *obj)
 {
 	const char *label = part_of(obj);
-	json_t *text = store_text(obj), *bucket;
+	json_t *text = store_text(obj, w->wc->opts.keep_status), *bucket;
 
 	if (!label)
 		label = "";
@@ -287,7 +298,7 @@ static int relist_page(struct watch *w, json_t *items, json_t *report)
 		old = get_key(w, k);
 		parsed = old ? parse(old) : NULL;
 		if (!parsed || !same_str(rv_of(parsed), rv_of(obj))) {
-			if (!parsed || !only_status_changed(parsed, obj)) {
+			if (!parsed || !only_status_changed(w, parsed, obj)) {
 				note_value(report,
 					   json_string_value(json_object_get(
 						   w->labels, k)));
@@ -344,7 +355,7 @@ static int apply_event(struct watch *w, const char *type, json_t *obj,
 	/* A status write is stored (its resourceVersion) but not reported. */
 	old = get_key(w, k);
 	parsed = old ? parse(old) : NULL;
-	quiet = parsed && only_status_changed(parsed, obj);
+	quiet = parsed && only_status_changed(w, parsed, obj);
 	json_decref(parsed);
 	if (!quiet) {
 		note_value(report,

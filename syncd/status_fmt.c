@@ -447,10 +447,10 @@ int status_fmt_apps(struct buf *out, const json_t *doc,
 	struct table t = {
 		.cols = {{"APP", 3, 0, false, 0},
 			 {"STATE", 0, 0, false, 0},
+			 {"HEALTH", 0, 0, false, 0},
 			 {"REVISION", 0, 0, false, 0},
 			 {"DRIFTED", 0, 0, false, 0},
 			 {"FOREIGN", 0, 0, false, 0},
-			 {"FIGHTING", 0, 0, false, 0},
 			 {"LAST SYNC", 0, 0, false, 0},
 			 {"DRIFT", 0, 0, false, 0}},
 		.ncols = 8,
@@ -481,10 +481,14 @@ int status_fmt_apps(struct buf *out, const json_t *doc,
 	json_array_foreach (apps, i, app) {
 		const json_t *summary = json_object_get(app, "summary");
 		const char *name = str(app, "name"), *state = str(app, "state");
-		char rev[64], drifted[32], foreign[32], fighting[32], sync[64],
+		char rev[64], drifted[32], foreign[32], sync[64],
 			drift[32];
-		const char *cells[8] = {name,	 state,	   rev,	 drifted,
-					foreign, fighting, sync, drift};
+		const char *health =
+			str(json_object_get(app, "health"), "status");
+		/* Fighting fields: the State column, and `syncd status APP`. */
+		const char *cells[8] = {name,	 state,	  health ? health : "-",
+					rev,	 drifted, foreign,
+					sync,	 drift};
 		json_t *f = json_object_get(summary, "fields");
 		json_t *ff = json_object_get(summary, "foreignFields");
 		json_t *hf = json_object_get(summary, "fightingFields");
@@ -508,7 +512,6 @@ int status_fmt_apps(struct buf *out, const json_t *doc,
 			snprintf(drifted, sizeof(drifted), "-");
 		}
 		count(foreign, sizeof(foreign), summary, "foreignFields");
-		count(fighting, sizeof(fighting), summary, "fightingFields");
 		last_sync(sync, sizeof(sync), json_object_get(app, "lastSync"),
 			  opts->now, false);
 		age(drift, sizeof(drift), str(app, "driftSince"), opts->now,
@@ -676,6 +679,17 @@ int status_fmt_app(struct buf *out, const json_t *doc,
 		error = header_line(
 			out, "State:", state,
 			opts->color ? status_state_color(state) : NULL, width);
+	if (!error && str(json_object_get(doc, "health"), "status")) {
+		const json_t *h = json_object_get(doc, "health");
+
+		buf_reset(&line);
+		buf_addf(&line, "%s", str(h, "status"));
+		if (str(h, "message") && *str(h, "message"))
+			buf_addf(&line, ": %s", str(h, "message"));
+		error = header_line(out, "Health:", buf_cstr(&line), NULL,
+				    width);
+		buf_reset(&line);
+	}
 	if (!error)
 		error = header_line(out, "Revision:",
 				    str(doc, "revision") ? str(doc, "revision")

@@ -8,7 +8,9 @@
 # a push with a bad one changes nothing, a good one applies the new commit
 # with the poll at an hour); oversized bodies; unknown apps; /metrics with
 # every family (and `promtool check metrics` when installed); Events in
-# the cluster; `syncd status` for all apps and for one.
+# the cluster; `syncd status` for all apps and for one; the apps' health
+# (kube-emu's rollout stand-in makes the Deployments available) in
+# /api/v1/apps, syncd_app_health, an Event and `syncd status`.
 # Loopback only; every wait is bounded; everything is killed on exit.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -17,7 +19,8 @@
 need_tools "run-http checks" curl jq git openssl
 
 emu_start_tls
-
+api POST /emu/rollouts application/json \
+	'{"name":"ready","match":{"kind":"Deployment"},"readyAfter":"200ms"}'
 
 repo="$tmp/repo"
 mkdir -p "$repo/apps/web" "$repo/apps/report"
@@ -121,6 +124,20 @@ rev=$(git -C "$repo" rev-parse HEAD)
 expect_eq "$(printf '%s' "$hbody" | jq -r '"\(.kind) \(.leader) \(.apps[0].name) \(.apps[0].revision) \(.apps[0].path) \(.apps[0].lastSync.result) \(.apps[0].driftSince)"')" \
 	"AppList true web $rev apps/web success null" \
 	"/api/v1/apps: name, revision, path, last sync, no drift"
+
+# --- health -------------------------------------------------------------------
+healthy() {
+	hget /api/v1/apps/web
+	[ "$(printf '%s' "$hbody" | jq -r .health.status)" = Healthy ]
+}
+if wait_for 20 healthy; then
+	ok "/api/v1/apps/web: Healthy once its Deployment is available"
+else
+	not_ok "/api/v1/apps/web: Healthy: $(printf '%s' "$hbody" | jq -c .health)"
+fi
+hget /api/v1/apps
+expect_eq "$(printf '%s' "$hbody" | jq -r '[.apps[] | "\(.name)=\(.health.status)"] | join(" ")')" \
+	"web=Healthy report=Healthy" "/api/v1/apps: each app's health"
 
 # --- drift reported (selfHeal off), first seen kept -----------------------
 api PATCH "/apis/apps/v1/namespaces/default/deployments/watched?fieldManager=kubectl-edit" \
@@ -251,11 +268,17 @@ else
 fi
 
 # --- metrics ----------------------------------------------------------------
+# The heal above made a new rollout: web is Healthy again once it is done.
+if wait_for 15 healthy; then
+	ok "web is Healthy again after the healed edit's rollout"
+else
+	not_ok "web is Healthy again: $(printf '%s' "$hbody" | jq -c .health)"
+fi
 hget /metrics
 printf '%s\n' "$hbody" >"$tmp/metrics.txt"
 for fam in syncd_app_info syncd_app_objects syncd_app_drifted_fields \
 	syncd_app_drift_seconds syncd_app_last_sync_timestamp_seconds \
-	syncd_sync_total syncd_reconcile_duration_seconds \
+	syncd_sync_total syncd_reconcile_duration_seconds syncd_app_health \
 	syncd_git_requests_total syncd_kube_requests_total syncd_leader; do
 	if grep -q "^# TYPE $fam " "$tmp/metrics.txt"; then
 		ok "/metrics has $fam"
@@ -272,6 +295,9 @@ expect_match '^syncd_app_drift_seconds\{app="report"\} [1-9]' \
 expect_match '^syncd_kube_requests_total\{code="200",verb="[a-z]+"\} [1-9]' \
 	"$hbody" "/metrics counts API requests by verb and code"
 expect_match '^syncd_leader 1$' "$hbody" "/metrics: syncd_leader 1 without leader election"
+expect_eq "$(grep '^syncd_app_health{app="web",' "$tmp/metrics.txt" | sort | tr '\n' ' ')" \
+	'syncd_app_health{app="web",status="Degraded"} 0 syncd_app_health{app="web",status="Healthy"} 1 syncd_app_health{app="web",status="Missing"} 0 syncd_app_health{app="web",status="Progressing"} 0 syncd_app_health{app="web",status="Suspended"} 0 syncd_app_health{app="web",status="Unknown"} 0 ' \
+	"/metrics: syncd_app_health is 1 for web's health only"
 if command -v promtool >/dev/null 2>&1; then
 	if promtool check metrics <"$tmp/metrics.txt" >"$tmp/promtool.out" 2>&1; then
 		ok "promtool check metrics accepts /metrics"
@@ -286,6 +312,8 @@ fi
 api GET /apis/events.k8s.io/v1/namespaces/default/events
 expect_match '"reason": *"ForeignFields"' "$body" \
 	"an Event reports the foreign field on the Deployment"
+expect_eq "$(printf '%s' "$body" | jq -r '[.items[] | select(.reason == "Healthy" and .regarding.kind == "Secret" and .regarding.name == "web")] | length > 0')" \
+	true "an Event on web's inventory Secret says it became Healthy"
 
 # --- syncd status -------------------------------------------------------------
 if "$SYNCD" status --addr "$ep" >"$tmp/st.out" 2>"$tmp/st.err"; then
@@ -294,7 +322,7 @@ else
 	not_ok "syncd status exits 0: $(cat "$tmp/st.err")"
 fi
 expect_match '^report +Drifted ' "$(cat "$tmp/st.out")" "syncd status lists report as Drifted"
-expect_match '^web +InSync ' "$(cat "$tmp/st.out")" "syncd status lists web as InSync"
+expect_match '^web +InSync +Healthy ' "$(cat "$tmp/st.out")" "syncd status lists web as InSync and Healthy"
 if [ "$(awk '{ if (length($0) > 80) n++ } END { print n + 0 }' "$tmp/st.out")" = 0 ]; then
 	ok "syncd status fits 80 columns"
 else

@@ -598,3 +598,36 @@ Test(config, every_render_flag_has_a_key)
 	app_spec_release(&s);
 	config_free(c);
 }
+
+Test(config, health_rules_checked)
+{
+	expect(CASES "bad-health.yaml", ERR_INVALID,
+	       CASES "bad-health.yaml:11: health[1].fields[0].path: "
+		     "\"status..phase\" is not a field path: it must start "
+		     "with '.' (want e.g. .status.phase or "
+		     ".status.conditions[0].status)\n" CASES
+		     "bad-health.yaml:13: health[2].kind: expected a string, "
+		     "got an integer\n" CASES
+		     "bad-health.yaml:15: health[3].kind: a rule for group "
+		     "\"cert-manager.io\" kind Certificate exists already");
+}
+
+/* The rules are loaded and decide their kinds' health. */
+Test(config, health_rules_loaded)
+{
+	struct config *c = load_ok(CASES "health.yaml");
+	struct health h = HEALTH_INIT;
+	json_t *rollout = json_pack(
+		"{s:s, s:s, s:{s:s, s:i}, s:{s:s, s:i}}", "apiVersion",
+		"argoproj.io/v1alpha1", "kind", "Rollout", "metadata", "name",
+		"web", "generation", 2, "status", "phase", "Paused",
+		"observedGeneration", 2);
+
+	cr_assert_not_null(c->health);
+	health_of(&h, rollout, c->health);
+	cr_assert_eq(h.state, HEALTH_SUSPENDED, "%s: %s",
+		     health_state_name(h.state), h.reason);
+	health_release(&h);
+	json_decref(rollout);
+	config_free(c);
+}

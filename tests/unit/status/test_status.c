@@ -622,9 +622,9 @@ Test(status_command, lists_apps_and_shows_json)
 	cr_assert_str_eq(buf_cstr(&out),
 			 "This replica is on standby: another replica "
 			 "writes.\n\n"
-			 "APP  STATE   REVISION  DRIFTED  FOREIGN  FIGHTING  "
+			 "APP  STATE   HEALTH  REVISION  DRIFTED  FOREIGN  "
 			 "LAST SYNC  DRIFT\n"
-			 "web  InSync  0123456   -        -        -         "
+			 "web  InSync  -       0123456   -        -        "
 			 "never      -\n");
 	cr_assert(!strncmp(c.request, "GET /api/v1/apps HTTP/1.1", 25));
 

@@ -69,10 +69,14 @@ static unsigned heard_count(const char *value)
 	return n;
 }
 
+static bool keep_status; /* the next start_with() keeps status */
+
 static void start_with(const char *const *args)
 {
 	struct kube_client_options opts = {.qps = 5000, .burst = 5000};
-	struct kube_watchcache_options wo = {.changed = on_changed, .ctx = &heard};
+	struct kube_watchcache_options wo = {.changed = on_changed,
+					     .ctx = &heard,
+					     .keep_status = keep_status};
 
 	nheard = 0;
 	cr_assert_eq(test_emu_start(&emu, args), 0, "kube-emu did not start");
@@ -85,6 +89,14 @@ static void start_with(const char *const *args)
 
 static void setup(void)
 {
+	keep_status = false;
+	start_with(NULL);
+}
+
+/* As the controller has it: status kept, its changes reported. */
+static void setup_keep_status(void)
+{
+	keep_status = true;
 	start_with(NULL);
 }
 
@@ -661,4 +673,54 @@ Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
 	clk_sleep_ms(200);
 	cr_assert_eq(heard_count("shop"), 2,
 		     "the status write was reported as a change");
+}
+
+/*
+ * The controller's cache keeps status (health reads it) and reports a
+ * status write as a change; a write that changes nothing is not.
+ */
+Test(watchcache, kept_status_is_stored_and_reported,
+     .init = setup_keep_status)
+{
+	const struct kube_resource *d = NULL;
+	json_t *obj;
+	char *rv;
+	long deadline;
+
+	cr_assert_eq(kube_discovery_find(disc, "apps", NULL, "Deployment", &d,
+					 &err),
+		     0, "%s", err_msg(&err));
+	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:i, s:{s:{s:s}},"
+			" s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
+			"apiVersion", "apps/v1", "kind", "Deployment",
+			"metadata", "name", "web", "namespace", "default",
+			"labels", KUBE_WATCHCACHE_PART_OF_LABEL, "shop", "spec",
+			"replicas", 1, "selector", "matchLabels", "app", "web",
+			"template", "metadata", "labels", "app", "web", "spec",
+			"containers", "name", "web", "image", "nginx:1.27");
+	cr_assert_not_null(obj);
+	cr_assert_eq(kube_apply(client, d, obj,
+				&(struct kube_apply_options){MANAGER, 0, 0},
+				NULL, &err),
+		     0, "%s", err_msg(&err));
+	json_decref(obj);
+	cr_assert_eq(kube_watchcache_watch(wc, d, "default", NULL, &err), 0);
+	wait_heard("shop", 1);
+
+	rv = patch_web("status",
+		       "{\"status\":{\"observedGeneration\":1,"
+		       "\"replicas\":1,\"updatedReplicas\":1}}");
+	wait_heard("shop", 2);
+	deadline = now_ms() + WAIT_MS;
+	while (strcmp(cached_deploy_rv(d, "web"), rv) && now_ms() < deadline)
+		clk_sleep_ms(20);
+	cr_assert_str_eq(cached_deploy_rv(d, "web"), rv);
+	free(rv);
+	cr_assert_eq(kube_watchcache_list(wc, d, "default", NULL, &obj, &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_object_get(json_array_get(obj, 0), "status"),
+			     "updatedReplicas")),
+		     1, "the cache keeps status");
+	json_decref(obj);
 }
