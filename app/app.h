@@ -42,6 +42,9 @@
 #define APP_ANN_TOOLING	    "applyset.kubernetes.io/tooling"
 #define APP_ANN_GROUP_KINDS "applyset.kubernetes.io/contains-group-kinds"
 #define APP_ANN_NAMESPACES  "applyset.kubernetes.io/additional-namespaces"
+/* The wave of an object ("-1", "0", "2"): later waves wait for earlier. */
+#define APP_ANN_WAVE	    "syncd.io/wave"
+#define APP_WAVE_MAX	    1000000
 
 struct app_type;
 
@@ -186,6 +189,14 @@ struct app_sync_options {
 	/* An object pruned (not for dry runs): the live object deleted. */
 	void (*pruned)(const json_t *live, void *ctx);
 	void *applied_ctx; /* the context of the three callbacks */
+	/*
+	 * Waves (annotation syncd.io/wave): how long to wait for a wave to
+	 * become healthy before the next (0: not at all; the pass stops at
+	 * the first wave that is not, and res->waiting says why), and the
+	 * per-kind health rules (NULL: the built-in ones).
+	 */
+	uint64_t wave_wait_ms;
+	const struct health_rules *health_rules;
 };
 
 /* What one write of a pass did, in the order the pass did it. */
@@ -201,19 +212,27 @@ struct app_sync_result {
 	struct app_sync_entry *entries; /* every object written or failed */
 	size_t nentries, aentries;
 	struct err failures; /* one line per failure: object and message */
+	/*
+	 * Not NULL when the pass stopped before a wave: "waiting for wave 0
+	 * before wave 1: Deployment.apps ns/web is Progressing: ...".
+	 */
+	char *waiting;
 };
 
-#define APP_SYNC_RESULT_INIT                            \
-	{                                               \
-		0, 0, 0, 0, 0, NULL, 0, 0, ERR_INIT     \
+#define APP_SYNC_RESULT_INIT                                  \
+	{                                                     \
+		0, 0, 0, 0, 0, NULL, 0, 0, ERR_INIT, NULL     \
 	}
 void app_sync_result_release(struct app_sync_result *res);
 
 /*
  * One reconcile pass over `report` (diff_compare() of `desired` with
  * app->live): the parent first, then CRDs (waiting until Established and
- * served), Namespaces, other cluster-scoped objects, namespaced objects;
- * only objects with an apply body are written. Then, with opts->prune,
+ * served) and Namespaces, then wave by wave (syncd.io/wave, ascending;
+ * the next wave only once this one is healthy, see wave_wait_ms) other
+ * cluster-scoped objects, then namespaced objects; only objects with an
+ * apply body are written. Then, unless a wave stopped the pass, with
+ * opts->prune,
  * orphans are deleted (uid precondition) except protected kinds
  * (Namespace, PersistentVolumeClaim, CustomResourceDefinition unless
  * allowed), and nothing at all when more than prune_budget would go. A
@@ -224,6 +243,21 @@ int app_sync(struct app *app, const struct diff_report *report,
 	     const struct diff_objset *desired,
 	     const struct app_sync_options *opts, struct app_sync_result *res,
 	     struct err *err);
+
+/*
+ * The wave of an object: its syncd.io/wave annotation, 0 without one.
+ * ERR_INVALID (and *wave 0) when it is not a whole number within
+ * +-APP_WAVE_MAX.
+ */
+int app_wave_of(const json_t *obj, long *wave);
+
+/*
+ * Every desired object's wave is a whole number: else ERR_INVALID with
+ * one line per bad object ("FILE:LINE: Deployment.apps ns/web: annotation
+ * syncd.io/wave: \"two\" is not a whole number ..."). Checked before
+ * anything is written.
+ */
+int app_waves_check(const struct diff_objset *desired, struct err *err);
 
 /* A connection: config, client, discovery. */
 struct app_conn {
@@ -380,6 +414,8 @@ struct app_spec {
 	bool self_heal;			  /* default true */
 	enum diff_policy foreign_fields;  /* default respect */
 	enum app_verify verify;		  /* default dryRun */
+	/* Apps that must be healthy before this one is reconciled. */
+	struct strvec depends_on;
 	struct diff_ignore_rule *ignore;  /* strings owned by the spec */
 	size_t nignore;
 	/* Where it was declared: the line in the file, and the app as

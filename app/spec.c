@@ -140,6 +140,7 @@ void app_spec_release(struct app_spec *s)
 	strvec_release(&s->vars);
 	strvec_release(&s->vars_files);
 	strvec_release(&s->prune_allow_kinds);
+	strvec_release(&s->depends_on);
 	strvec_release(&s->strings);
 	json_decref(s->raw);
 	app_spec_init(s);

@@ -2,6 +2,7 @@
  * One reconcile pass: server-side apply in dependency order, waiting for
  * CRDs, then prune of labelled orphans; the result as entries.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@ void app_sync_result_release(struct app_sync_result *res)
 	res->entries = NULL;
 	res->nentries = res->aentries = 0;
 	err_release(&res->failures);
+	free(res->waiting);
+	res->waiting = NULL;
 }
 
 /* The order of a reconcile pass. */
@@ -50,6 +53,8 @@ struct sync {
 	struct buf name;
 	bool *done; /* per report object: applied (or failed) already */
 	bool *gone; /* per live object: pruned */
+	json_t **stored; /* per report object: what its apply stored */
+	bool *prune_seen;	 /* per report object: prune looked at it */
 	bool crd_applied;
 };
 
@@ -163,10 +168,12 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 		return 0;
 	}
 	rc = kube_apply(s->app->client, kr, r->apply, &ao,
-			s->opts->applied && !s->opts->dry_run ? &stored : NULL,
-			&e);
-	if (rc >= 0 && stored)
+			s->opts->dry_run ? NULL : &stored, &e);
+	if (rc >= 0 && stored && s->opts->applied)
 		s->opts->applied(&r->key, stored, s->opts->applied_ctx);
+	/* Kept for the wave's health (apply_one's caller frees it). */
+	if (rc >= 0 && stored)
+		s->stored[r - s->report->objects] = json_incref(stored);
 	json_decref(stored);
 	if (rc < 0) {
 		fail(s, &r->key,
@@ -290,6 +297,8 @@ static int prune_rank(struct sync *s, const struct diff_key *k)
 	}
 }
 
+static void prune_wave(struct sync *s, long wave);
+
 static void prune(struct sync *s)
 {
 	struct diff_objset *live = &s->app->live;
@@ -332,6 +341,34 @@ static void prune(struct sync *s)
 		s->res->kept += n;
 		return;
 	}
+	/* Later waves go first, and within a wave objects before kinds. */
+	for (bool any = true; any;) {
+		long wave = 0, w;
+
+		any = false;
+		for (size_t i = 0; i < s->report->len; i++) {
+			const struct diff_object_report *r =
+				&s->report->objects[i];
+			const struct diff_object *o;
+
+			if (r->state == DIFF_ORPHAN && !s->prune_seen[i] &&
+			    (o = diff_objset_get(live, &r->key))) {
+				app_wave_of(o->json, &w);
+				if (!any || w > wave)
+					wave = w;
+				any = true;
+			}
+		}
+		if (any)
+			prune_wave(s, wave);
+	}
+}
+
+/* Delete the orphans of one wave (their live annotation), by rank. */
+static void prune_wave(struct sync *s, long wave)
+{
+	struct diff_objset *live = &s->app->live;
+
 	for (int rank = 0; rank < 4; rank++) {
 		for (size_t i = 0; i < s->report->len; i++) {
 			const struct diff_object_report *r =
@@ -341,14 +378,20 @@ static void prune(struct sync *s)
 			const struct diff_object *o;
 			struct err e = ERR_INIT;
 			char *v;
+			long w;
 			int rc;
 
-			if (r->state != DIFF_ORPHAN ||
-			    !(o = diff_objset_get(live, &r->key)) ||
-			    strcmp(app_label_of(o->json, APP_LABEL_PART_OF),
+			if (r->state != DIFF_ORPHAN || s->prune_seen[i] ||
+			    !(o = diff_objset_get(live, &r->key)))
+				continue;
+			app_wave_of(o->json, &w);
+			if (w != wave || prune_rank(s, &r->key) != rank)
+				continue;
+			/* Seen once per prune, whatever becomes of it. */
+			s->prune_seen[i] = true;
+			if (strcmp(app_label_of(o->json, APP_LABEL_PART_OF),
 				   s->app->id) ||
-			    protected_kind(s, &r->key) ||
-			    prune_rank(s, &r->key) != rank)
+			    protected_kind(s, &r->key))
 				continue;
 			if (s->opts->dry_run) {
 				log_line(s, &r->key, "pruned");
@@ -410,24 +453,213 @@ out:
 	err_release(&e);
 }
 
+int app_wave_of(const json_t *obj, long *wave)
+{
+	const char *v = json_string_value(json_object_get(
+		json_object_get(json_object_get(obj, "metadata"),
+				"annotations"),
+		APP_ANN_WAVE));
+	char *end;
+	long w;
+
+	*wave = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	w = strtol(v, &end, 10);
+	if (!*v || *end || errno || *v == '+' || w < -APP_WAVE_MAX ||
+	    w > APP_WAVE_MAX)
+		return ERR_INVALID;
+	*wave = w;
+	return 0;
+}
+
+int app_waves_check(const struct diff_objset *desired, struct err *err)
+{
+	struct buf name = BUF_INIT;
+	int error = 0;
+	long w;
+
+	for (size_t i = 0; i < desired->len; i++) {
+		const struct diff_object *o = desired->items[i];
+
+		if (!app_wave_of(o->json, &w))
+			continue;
+		buf_reset(&name);
+		diff_key_format(&o->key, &name);
+		error = err_set(
+			err, ERR_INVALID,
+			"%s%s%s: annotation %s: \"%s\" is not a whole number "
+			"from %d to %d",
+			o->origin ? o->origin : "", o->origin ? ": " : "",
+			buf_cstr(&name), APP_ANN_WAVE,
+			json_string_value(json_object_get(
+				json_object_get(
+					json_object_get(o->json, "metadata"),
+					"annotations"),
+				APP_ANN_WAVE)),
+			-APP_WAVE_MAX, APP_WAVE_MAX);
+	}
+	buf_release(&name);
+	return error;
+}
+
+/* Waves are for the objects after CRDs and Namespaces. */
+static bool in_waves(struct sync *s, const struct diff_object_report *r)
+{
+	enum phase p = phase_of(s, &r->key);
+
+	return r->state != DIFF_ORPHAN &&
+	       (p == PHASE_CLUSTER || p == PHASE_NAMESPACED);
+}
+
+static long wave_at(struct sync *s, size_t i)
+{
+	const struct diff_object *d =
+		diff_objset_get(s->desired, &s->report->objects[i].key);
+	long w = 0;
+
+	if (d)
+		app_wave_of(d->json, &w);
+	return w;
+}
+
+/* The smallest wave above `after` among the objects, or false. */
+static bool next_wave(struct sync *s, bool first, long after, long *out)
+{
+	bool found = false;
+
+	for (size_t i = 0; i < s->report->len; i++) {
+		long w;
+
+		if (!in_waves(s, &s->report->objects[i]))
+			continue;
+		w = wave_at(s, i);
+		if ((first || w > after) && (!found || w < *out)) {
+			*out = w;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/*
+ * The first object of wave `w` that is not healthy now (its apply's
+ * answer, else the live object read before the pass, else a GET when
+ * `fresh`), with its health in *h; -1 when all are healthy.
+ */
+static long unhealthy_in_wave(struct sync *s, long w, bool fresh,
+			      struct health *h)
+{
+	for (size_t i = 0; i < s->report->len; i++) {
+		const struct diff_object_report *r = &s->report->objects[i];
+		const struct diff_object *live;
+		const struct kube_resource *kr;
+		json_t *got = NULL;
+
+		if (!in_waves(s, r) || wave_at(s, i) != w)
+			continue;
+		if (fresh && (kr = app_resource_of(s->app, &r->key)) &&
+		    kube_get(s->app->client, kr, r->key.ns, r->key.name, &got,
+			     NULL) == 0) {
+			json_decref(s->stored[i]);
+			s->stored[i] = got;
+		}
+		live = diff_objset_get(&s->app->live, &r->key);
+		health_of(h, s->stored[i]	? s->stored[i]
+			     : live		? live->json
+						: NULL,
+			  s->opts->health_rules);
+		if (h->state != HEALTH_HEALTHY)
+			return (long)i;
+		health_release(h);
+	}
+	return -1;
+}
+
+/*
+ * Whether wave `w` is healthy, waiting for it up to opts->wave_wait_ms
+ * (0: not at all). When it is not, the pass stops before the next wave:
+ * res->waiting says why.
+ */
+static bool wave_healthy(struct sync *s, long w, long next)
+{
+	uint64_t start = clk_mono_ms();
+	long pause = 500, i;
+	struct health h = HEALTH_INIT;
+
+	for (bool fresh = false;; fresh = true) {
+		i = unhealthy_in_wave(s, w, fresh, &h);
+		if (i < 0)
+			return true;
+		if (h.state == HEALTH_DEGRADED ||
+		    clk_mono_ms() - start >= s->opts->wave_wait_ms)
+			break;
+		health_release(&h);
+		clk_sleep_ms(pause);
+		pause = pause * 2 > 5000 ? 5000 : pause * 2;
+	}
+	buf_reset(&s->name);
+	diff_key_format(&s->report->objects[i].key, &s->name);
+	free(s->res->waiting);
+	if (asprintf(&s->res->waiting,
+		     "waiting for wave %ld before wave %ld: %s is %s: %s", w,
+		     next, buf_cstr(&s->name), health_state_name(h.state),
+		     h.reason ? h.reason : "") < 0)
+		s->res->waiting = NULL;
+	if (s->res->waiting)
+		add_entry(s->res, NULL, "%s", s->res->waiting);
+	health_release(&h);
+	return false;
+}
+
+/* The objects after CRDs and Namespaces, wave by wave. False: stopped. */
+static bool apply_waves(struct sync *s)
+{
+	long w = 0, next;
+	bool more = next_wave(s, true, 0, &w);
+
+	while (more) {
+		for (int phase = PHASE_CLUSTER; phase <= PHASE_NAMESPACED;
+		     phase++)
+			for (size_t i = 0; i < s->report->len; i++) {
+				const struct diff_object_report *r =
+					&s->report->objects[i];
+
+				if (!in_waves(s, r) || s->done[i] ||
+				    (int)phase_of(s, &r->key) != phase ||
+				    wave_at(s, i) != w)
+					continue;
+				s->done[i] = true;
+				apply_one(s, r);
+			}
+		more = next_wave(s, false, w, &next);
+		if (more && !s->opts->dry_run && !wave_healthy(s, w, next))
+			return false;
+		w = next;
+	}
+	return true;
+}
+
 int app_sync(struct app *app, const struct diff_report *report,
 	     const struct diff_objset *desired,
 	     const struct app_sync_options *opts, struct app_sync_result *res,
 	     struct err *err)
 {
 	struct sync s = {app,	   report, desired, opts, res,
-			 BUF_INIT, NULL,   NULL,    false};
+			 BUF_INIT, NULL,   NULL,    NULL,    NULL,   false};
 	int error = 0;
 
 	s.done = calloc(report->len + 1, sizeof(*s.done));
 	s.gone = calloc(app->live.len + 1, sizeof(*s.gone));
-	if (!s.done || !s.gone) {
+	s.stored = calloc(report->len + 1, sizeof(*s.stored));
+	s.prune_seen = calloc(report->len + 1, sizeof(*s.prune_seen));
+	if (!s.done || !s.gone || !s.stored || !s.prune_seen) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (int phase = 0; phase < PHASE_COUNT; phase++) {
-		if (phase == PHASE_NAMESPACE && s.crd_applied)
-			wait_crds(&s);
+	/* The parent, CRDs and Namespaces first, whatever their wave. */
+	for (int phase = 0; phase < PHASE_CLUSTER; phase++) {
 		for (size_t i = 0; i < report->len; i++) {
 			const struct diff_object_report *r =
 				&report->objects[i];
@@ -439,10 +671,19 @@ int app_sync(struct app *app, const struct diff_report *report,
 			apply_one(&s, r);
 		}
 	}
+	if (s.crd_applied)
+		wait_crds(&s);
+	/* A wave that is not healthy yet stops the pass: no prune. */
+	if (!apply_waves(&s))
+		goto out;
 	prune(&s);
 	if (res->pruned && !opts->dry_run)
 		update_parent(&s);
 out:
+	for (size_t i = 0; s.stored && i < report->len; i++)
+		json_decref(s.stored[i]);
+	free(s.stored);
+	free(s.prune_seen);
 	free(s.done);
 	free(s.gone);
 	buf_release(&s.name);

@@ -876,7 +876,8 @@ static void walk_ignore(struct walk *w, const json_t *obj, struct app_spec *a)
 static const char *const app_keys[] = {
 	"name",		 "source",	    "render",	   "namespace",
 	"prune",	 "pruneAllowKinds", "pruneBudget", "selfHeal",
-	"foreignFields", "ignore",	    "verify",	   NULL,
+	"foreignFields", "ignore",	    "verify",	   "dependsOn",
+	NULL,
 };
 
 static const char *const foreign_names[] = {
@@ -913,6 +914,7 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 	check_label(w, "namespace", a->namespace);
 	get_bool(w, obj, "prune", &a->prune);
 	get_list(w, obj, "pruneAllowKinds", &a->prune_allow_kinds);
+	get_list(w, obj, "dependsOn", &a->depends_on);
 	get_uint(w, obj, "pruneBudget", &a->prune_budget, 0, 1000000);
 	get_bool(w, obj, "selfHeal", &a->self_heal);
 	get_enum(w, obj, "foreignFields", foreign_names, &foreign);
@@ -939,6 +941,90 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 		pop(w, mi);
 	}
 	pop(w, m);
+}
+
+/* The index of app `name` in c->apps, or -1. */
+static long app_index(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->napps; i++)
+		if (c->apps[i].name && !strcmp(c->apps[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+/*
+ * Depth-first from app i along dependsOn: 1 when it comes back to `start`
+ * (the path is then in `path`, "a -> b -> a"), 0 otherwise. `state`: 0
+ * unvisited, 1 on the path, 2 done.
+ */
+static int find_cycle(const struct config *c, size_t start, size_t i,
+		      unsigned char *state, struct buf *path)
+{
+	const struct strvec *deps = &c->apps[i].depends_on;
+	size_t mark = path->len;
+
+	buf_addf(path, "%s%s", path->len ? " -> " : "", c->apps[i].name);
+	state[i] = 1;
+	for (size_t j = 0; j < deps->len; j++) {
+		long k = app_index(c, deps->v[j]);
+
+		if (k < 0)
+			continue;
+		if ((size_t)k == start) {
+			buf_addf(path, " -> %s", c->apps[k].name);
+			return 1;
+		}
+		if (!state[k] && find_cycle(c, start, (size_t)k, state, path))
+			return 1;
+	}
+	state[i] = 2;
+	buf_truncate(path, mark);
+	return 0;
+}
+
+/*
+ * dependsOn names apps of this file and makes no cycle; each problem at
+ * the line of the entry at fault (the first app of a cycle names it).
+ */
+static void check_depends(struct walk *w, const struct config *c,
+			  const json_t *names)
+{
+	unsigned char *state = calloc(c->napps + 1, 1);
+	bool *in_cycle = calloc(c->napps + 1, sizeof(bool));
+	struct buf path = BUF_INIT;
+
+	if (!state || !in_cycle) {
+		w->nomem = true;
+		goto out;
+	}
+	for (size_t i = 0; i < c->napps; i++) {
+		const struct strvec *deps = &c->apps[i].depends_on;
+		struct mark mi = push_index(w, i), md = push_key(w, "dependsOn");
+
+		for (size_t j = 0; j < deps->len; j++) {
+			struct mark mj = push_index(w, j);
+
+			if (!json_object_get(names, deps->v[j]))
+				problem(w, "unknown app \"%s\"", deps->v[j]);
+			pop(w, mj);
+		}
+		memset(state, 0, c->napps);
+		buf_reset(&path);
+		if (deps->len && !in_cycle[i] && c->apps[i].name &&
+		    find_cycle(c, i, i, state, &path)) {
+			/* Report a cycle once, at its first app. */
+			for (size_t k = 0; k < c->napps; k++)
+				if (state[k] == 1)
+					in_cycle[k] = true;
+			problem(w, "a cycle: %s", buf_cstr(&path));
+		}
+		pop(w, md);
+		pop(w, mi);
+	}
+out:
+	free(state);
+	free(in_cycle);
+	buf_release(&path);
 }
 
 static const char *const top_keys[] = {
@@ -1181,6 +1267,7 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 		}
 		pop(w, mi);
 	}
+	check_depends(w, c, names);
 	json_decref(names);
 	pop(w, m);
 }

@@ -54,6 +54,57 @@ static struct ctl_app *find_app(struct controller *c, const char *name)
 	return a;
 }
 
+/*
+ * Whether every app `a` depends on (dependsOn) is healthy after a pass
+ * that succeeded; else `why` names the first that is not.
+ */
+static bool deps_ready(struct controller *c, struct ctl_app *a,
+		       struct buf *why)
+{
+	const struct strvec *deps = &a->spec->depends_on;
+
+	for (size_t i = 0; i < deps->len; i++) {
+		struct ctl_app *d = find_app(c, deps->v[i]);
+		bool ok;
+
+		if (!d) {
+			buf_addf(why, "waiting for app %s: not configured",
+				 deps->v[i]);
+			return false;
+		}
+		pthread_mutex_lock(&d->st_lock);
+		ok = d->st.ran && d->st.last_ok && d->st.health_known &&
+		     d->st.health == HEALTH_HEALTHY;
+		if (!ok)
+			buf_addf(why, "waiting for app %s: %s%s%s", deps->v[i],
+				 !d->st.ran ? "no pass yet"
+				 : !d->st.last_ok
+					 ? "its last pass failed"
+					 : health_state_name(d->st.health),
+				 d->st.ran && d->st.last_ok &&
+						 d->st.health_doc
+					 ? ": "
+					 : "",
+				 d->st.ran && d->st.last_ok && d->st.health_doc
+					 ? json_string_value(json_object_get(
+						   d->st.health_doc, "message"))
+					 : "");
+		pthread_mutex_unlock(&d->st_lock);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+void ctl_wake_dependents(struct controller *c, const char *name)
+{
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; c->q && i < c->napps; i++)
+		if (strvec_has(&c->apps[i]->spec->depends_on, name))
+			queue_enqueue(c->q, c->apps[i]->spec->name);
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void free_app(struct ctl_app *a)
 {
 	if (!a)
@@ -587,6 +638,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	struct err err = ERR_INIT;
 	struct app app;
 	struct app_health health = {0};
+	struct buf why = BUF_INIT;
 	bool have_health = false;
 	char counts[160];
 	bool stale = false, act = false;
@@ -607,6 +659,14 @@ static int pass(struct controller *c, struct ctl_app *a)
 	if (a->relist)
 		json_object_clear(a->written);
 	memset(&app, 0, sizeof(app));
+	if (!deps_ready(c, a, &why)) {
+		/* Not now: a dependency's health change runs it again. */
+		log_info("waiting for a dependency", "app", ca->name,
+			 "waiting", buf_cstr(&why), NULL);
+		ctl_status_waiting(a, buf_cstr(&why));
+		buf_release(&why);
+		return 0;
+	}
 	if ((error = load_app(c, a, &stale, &err)) < 0)
 		goto fail;
 	if (stale) {
@@ -646,6 +706,8 @@ static int pass(struct controller *c, struct ctl_app *a)
 		dopts.hold = fights_hold;
 		dopts.hold_ctx = a->fights;
 	}
+	if ((error = app_waves_check(&desired, &err)) < 0)
+		goto fail; /* nothing is written for a bad wave */
 	error = app_compare(&app, &desired, &dopts, &reg, &report, a->commit,
 			    &err);
 	if (error == ERR_NOTFOUND && report)
@@ -697,11 +759,19 @@ static int pass(struct controller *c, struct ctl_app *a)
 	so.failed = on_failed;
 	so.pruned = on_pruned;
 	so.applied_ctx = a;
+	so.health_rules = c->cfg->health; /* waves: never wait in a pass */
 	a->drift_notes = json_object();
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
 	log_writes(ca->name, a->commit, &res, a->drift_notes);
-	if (res.applied || res.pruned) {
+	if (res.waiting) {
+		/* The status says what the pass waits for. */
+		log_info("waiting for a wave", "app", ca->name, "revision",
+			 a->commit, "waiting", res.waiting, NULL);
+		app_health_release(&health);
+		health.state = HEALTH_PROGRESSING;
+		health.message = strdup(res.waiting);
+	} else if (res.applied || res.pruned) {
 		app_health_release(&health);
 		health.state = HEALTH_PROGRESSING;
 		health.message = strdup("objects were written: their health "

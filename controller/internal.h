@@ -115,6 +115,9 @@ struct controller {
 
 
 
+/* controller.c: run the apps that depend on `name` (its health changed). */
+void ctl_wake_dependents(struct controller *c, const char *name);
+
 /* status.c */
 int ctl_status_init(struct ctl_app *a);
 void ctl_status_release(struct ctl_app *a);
@@ -123,6 +126,8 @@ void ctl_metrics_declare(struct metrics *m);
  * The end of a pass: `report` (NULL when the pass failed before one),
  * whether it acted on drift, its error (NULL: success) and duration.
  */
+/* A pass that did not run: it waits for a dependency (`why`). */
+void ctl_status_waiting(struct ctl_app *a, const char *why);
 void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     const struct diff_report *report,
 		     const struct app_health *health, bool healed,

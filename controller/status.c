@@ -328,8 +328,21 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	}
 	pthread_mutex_unlock(&a->st_lock);
 	json_decref(rj);
-	if (health_changed)
+	if (health_changed) {
 		health_event(a, health);
+		ctl_wake_dependents(c, name);
+	}
+}
+
+void ctl_status_waiting(struct ctl_app *a, const char *why)
+{
+	pthread_mutex_lock(&a->st_lock);
+	json_decref(a->st.health_doc);
+	a->st.health_doc = json_pack("{s:s, s:s}", "status", "Progressing",
+				     "message", why);
+	a->st.health_known = true;
+	a->st.health = HEALTH_PROGRESSING;
+	pthread_mutex_unlock(&a->st_lock);
 }
 
 void ctl_metrics_forget(struct controller *c, const char *app)

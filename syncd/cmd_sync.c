@@ -29,9 +29,11 @@ static const char usage[] =
 	"server-side apply (field manager syncd) of every object that\n"
 	"differs, in order (the app's inventory Secret, CRDs - then wait\n"
 	"until they are established - Namespaces, other cluster-scoped\n"
-	"objects, namespaced objects); objects already in sync are not\n"
-	"written. Every applied object carries the label\n"
-	"applyset.kubernetes.io/part-of=<id>, and the inventory Secret\n"
+	"objects, namespaced objects; objects annotated syncd.io/wave: \"N\"\n"
+	"go wave by wave, each once the one before is healthy); objects\n"
+	"already in sync are not written. Every applied object carries\n"
+	"the label applyset.kubernetes.io/part-of=<id>, and the inventory\n"
+	"Secret\n"
 	"(named after the app) lists their kinds, as kubectl's ApplySets\n"
 	"do. Fields a person changed (kubectl edit, scale, ...) are taken\n"
 	"back; fields another controller owns (an HPA's replicas) are left\n"
@@ -62,8 +64,11 @@ static const char usage[] =
 	"                             available, Jobs complete, CRs\n"
 	"                             Ready, ...: docs/health.md); exit 1\n"
 	"                             at once when one is Degraded\n"
-	"      --timeout D            how long --wait waits (default 5m;\n"
-	"                             Go durations: 90s, 2m30s)\n"
+	"      --timeout D            how long --wait waits, and how long\n"
+	"                             each wave (annotation syncd.io/wave)\n"
+	"                             waits for the one before it to be\n"
+	"                             healthy (default 5m; Go durations:\n"
+	"                             90s, 2m30s)\n"
 	"      --prune                delete labelled objects the app no\n"
 	"                             longer has (never Namespaces,\n"
 	"                             PersistentVolumeClaims or CRDs\n"
@@ -225,7 +230,7 @@ static int sync_main(int argc, char **argv)
 	const char *name = NULL, *path, *revision = NULL;
 	unsigned long budget;
 	uint64_t timeout_ms = WAIT_DEFAULT_MS;
-	bool wait = false, timeout_set = false;
+	bool wait = false;
 	char *derived = NULL, *end;
 	int c, r, error, rc = EXIT_ERROR;
 
@@ -289,7 +294,6 @@ static int sync_main(int argc, char **argv)
 						     optarg);
 				goto out;
 			}
-			timeout_set = true;
 			break;
 		case 'R':
 			capp.spec.prune = true;
@@ -349,12 +353,7 @@ static int sync_main(int argc, char **argv)
 		rc = cli_usage_error(&cli_sync_command, "%s", err_first(&err));
 		goto out;
 	}
-	if (timeout_set && !wait) {
-		rc = cli_usage_error(&cli_sync_command,
-				     "--timeout is how long --wait waits: give "
-				     "--wait too");
-		goto out;
-	}
+
 	if (wait && so.dry_run) {
 		rc = cli_usage_error(&cli_sync_command,
 				     "--wait waits for what a sync applied: "
@@ -375,6 +374,8 @@ static int sync_main(int argc, char **argv)
 	so.prune = capp.spec.prune;
 	so.prune_allow = (const char *const *)capp.spec.prune_allow_kinds.v;
 	so.prune_budget = capp.spec.prune_budget;
+	/* A wave waits for the one before it as --wait would. */
+	so.wave_wait_ms = timeout_ms;
 	dopts.policy = capp.spec.foreign_fields;
 	if (app_spec_set(&capp.spec, &capp.spec.name, name) < 0 ||
 	    app_spec_set(&capp.spec, &capp.spec.namespace, ns) < 0) {
@@ -383,6 +384,7 @@ static int sync_main(int argc, char **argv)
 	}
 
 	if (cli_app_load(&capp, path, &desired, &revision, &err) < 0 ||
+	    app_waves_check(&desired, &err) < 0 ||
 	    app_conn_open(&conn, kubeconfig, context, &ko, &err) < 0 ||
 	    app_init(&app, conn.client, conn.disc, name,
 		     ns ? ns : conn.cfg.namespace, dopts.field_manager,
@@ -413,7 +415,7 @@ static int sync_main(int argc, char **argv)
 	rc = print_result(&res, so.dry_run);
 	if (err_count(&res.failures))
 		err_print(&res.failures, stderr, "error");
-	if (rc == EXIT_OK && res.failed)
+	if (rc == EXIT_OK && (res.failed || res.waiting))
 		rc = EXIT_RESULT;
 	if (rc == EXIT_OK && wait) {
 		rc = wait_healthy(&app, &desired, report, timeout_ms, &err);

@@ -6,7 +6,9 @@
 # Degraded with the controller's reason and --wait returns 1 naming it;
 # `kubectl rollout pause` makes it Suspended; a custom resource with no
 # status yet is Progressing (never Healthy), with Ready=False Degraded,
-# with Ready=True Healthy. kube-emu's version: tests/integration/health.sh.
+# with Ready=True Healthy; waves: a wave-1 object is created only once the
+# wave-0 Deployment is available. kube-emu's versions:
+# tests/integration/health.sh and waves.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 real_need "health on the real control plane"
 
@@ -112,4 +114,36 @@ status True Done
 expect_eq "$(widget)" "Healthy: Done: the widget says so" "Ready=True: Healthy"
 
 "$SYNCD" render -o json "$app" | kc delete -f - --wait=false >/dev/null 2>&1
+# --- waves: wave 1 waits for wave 0 to be healthy -----------------------
+ns_gone syncd-waves
+waves=$tmp/waves
+mkdir -p "$waves"
+cat >"$waves/objects.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: syncd-waves}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db, namespace: syncd-waves, annotations: {syncd.io/wave: "0"}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: "postgres:16"}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: after-db, namespace: syncd-waves, annotations: {syncd.io/wave: "1"}}
+data: {ready: "yes"}
+EOF
+S sync --timeout 120s --app syncd-waves "$waves"
+expect_rc 0 "a two-wave app on the real control plane: sync exit 0"
+ready=$(kc -n syncd-waves get deployment db -o json | jq -r '.status.conditions[] | select(.type == "Available" and .status == "True") | .lastTransitionTime')
+created=$(kc -n syncd-waves get configmap after-db -o jsonpath='{.metadata.creationTimestamp}')
+expect_eq "$([ -n "$ready" ] && [[ ! "$created" < "$ready" ]] && echo after)" after \
+	"the wave-1 ConfigMap was created ($created) once the wave-0 Deployment was available ($ready)"
+"$SYNCD" render -o json "$waves" | kc delete -f - --wait=false >/dev/null 2>&1
 finish
