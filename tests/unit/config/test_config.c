@@ -631,3 +631,13 @@ Test(config, health_rules_loaded)
 	json_decref(rollout);
 	config_free(c);
 }
+
+Test(config, depends_on_checked)
+{
+	expect(CASES "bad-depends.yaml", ERR_INVALID,
+	       CASES "bad-depends.yaml:4: apps[0].dependsOn: a cycle: a -> "
+		     "b -> a\n" CASES
+		     "bad-depends.yaml:7: apps[1].dependsOn[1]: unknown app "
+		     "\"nope\"\n" CASES
+		     "bad-depends.yaml:10: apps[2].dependsOn: a cycle: c -> c");
+}
