@@ -445,6 +445,19 @@ json_t *diff_gotype_zero(int root);
  */
 json_t *diff_gotype_schema(int root);
 
+/*
+ * Register the schema of each kind of the Go-types table in `reg`, as a
+ * CRD's would be (diff_schemas_add_crd()): every kind with `all`, else
+ * only the kinds the built-in table does not declare (what
+ * diff_schemas_new() registries fall back to, built once per process).
+ * A kind is registered under diff_schemas_gotype_group() of its group;
+ * one that fails to register keeps its default schema.
+ */
+void diff_schemas_add_gotypes(struct diff_schemas *reg, bool all);
+
+/* The group a Go-types kind is registered under: its own, or "core". */
+const char *diff_schemas_gotype_group(const char *group);
+
 /* encoding/json's name of a JSON value's type in its errors ("number"). */
 const char *diff_go_json_kind(const json_t *v);
 

@@ -565,45 +565,50 @@ out:
 static struct diff_schemas *gotype_layer;
 static pthread_once_t gotype_once = PTHREAD_ONCE_INIT;
 
-/* The group a core kind is registered under in the layer (no CRD group). */
-static const char *layer_group(const char *group)
-{
-	return *group ? group : "core";
-}
-
 static const struct diff_schema *dsl_lookup(const struct diff_schemas *reg,
 					    const char *group,
 					    const char *kind);
 
-static void gotype_layer_build(void)
+const char *diff_schemas_gotype_group(const char *group)
+{
+	return group && *group ? group : "core";
+}
+
+void diff_schemas_add_gotypes(struct diff_schemas *reg, bool all)
 {
 	const char *group, *version, *kind;
-	struct diff_schemas *layer = calloc(1, sizeof(*layer));
 	int root;
 
-	if (!layer || dsl_parse(layer) < 0) {
-		diff_schemas_free(layer);
-		return;
-	}
 	for (size_t i = 0;
 	     diff_gotype_kind_at(i, &group, &version, &kind, &root); i++) {
 		json_t *crd;
 
-		if (dsl_lookup(layer, group, kind))
+		if (!all && dsl_lookup(reg, group, kind))
 			continue;
 		crd = json_pack("{s:s, s:{s:s}, s:{s:s, s:{s:s}, s:[{s:s, s:b, "
 				"s:b, s:{s:o}}]}}",
 				"kind", "CustomResourceDefinition", "metadata",
 				"name", kind, "spec", "group",
-				layer_group(group), "names", "kind", kind,
-				"versions", "name", version, "served", 1,
-				"storage", 1, "schema", "openAPIV3Schema",
-				diff_gotype_schema(root));
+				diff_schemas_gotype_group(group), "names",
+				"kind", kind, "versions", "name", version,
+				"served", 1, "storage", 1, "schema",
+				"openAPIV3Schema", diff_gotype_schema(root));
 		/* A kind that fails to register keeps the default schema. */
 		if (crd)
-			diff_schemas_add_crd(layer, crd, NULL);
+			diff_schemas_add_crd(reg, crd, NULL);
 		json_decref(crd);
 	}
+}
+
+static void gotype_layer_build(void)
+{
+	struct diff_schemas *layer = calloc(1, sizeof(*layer));
+
+	if (!layer || dsl_parse(layer) < 0) {
+		diff_schemas_free(layer);
+		return;
+	}
+	diff_schemas_add_gotypes(layer, false);
 	gotype_layer = layer;
 }
 
@@ -710,7 +715,8 @@ const struct diff_schema *diff_schemas_lookup(const struct diff_schemas *reg,
 	/* Only kinds the server serves from Go types are in the layer. */
 	if (gotype_layer && reg != gotype_layer &&
 	    diff_schemas_typed(reg, group, kind)) {
-		i = crd_find(gotype_layer, layer_group(group), kind, &found);
+		i = crd_find(gotype_layer, diff_schemas_gotype_group(group),
+			     kind, &found);
 		if (found)
 			return gotype_layer->crds[i]->root;
 	}

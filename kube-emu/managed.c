@@ -25,49 +25,16 @@ static struct diff_schemas *schemas;
  */
 static pthread_rwlock_t schemas_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-/*
- * The group a built-in kind's schema is registered under: its own, or
- * "core" for the core group (the registry wants a group; no CRD can use
- * one without a dot).
- */
-static const char *schema_group(const char *group)
-{
-	return *group ? group : "core";
-}
-
-/*
- * The built-in kinds' schemas, from their Go types (gotypes_gen.c) rather
- * than diff/'s table of list types, registered as CRD schemas are: what
- * kube-apiserver's field manager merges and tracks by. A kind that does
- * not register keeps diff/'s built-in schema.
- */
-static void register_builtins(void)
-{
-	const char *group, *version, *kind;
-	json_t *crd;
-	int root;
-
-	for (size_t i = 0;
-	     diff_gotype_kind_at(i, &group, &version, &kind, &root); i++) {
-		crd = json_pack("{s:s, s:{s:s}, s:{s:s, s:{s:s}, s:[{s:s, s:b, "
-				"s:b, s:{s:o}}]}}",
-				"kind", "CustomResourceDefinition", "metadata",
-				"name", kind, "spec", "group",
-				schema_group(group), "names", "kind", kind,
-				"versions", "name", version, "served", 1,
-				"storage", 1, "schema", "openAPIV3Schema",
-				diff_gotype_schema(root));
-		if (crd)
-			diff_schemas_add_crd(schemas, crd, NULL);
-		json_decref(crd);
-	}
-}
-
 static void schemas_init(void)
 {
+	/*
+	 * The built-in kinds' schemas from their Go types, all of them
+	 * rather than diff/'s table of list types: what kube-apiserver's
+	 * field manager merges and tracks by.
+	 */
 	schemas = diff_schemas_new();
 	if (schemas)
-		register_builtins();
+		diff_schemas_add_gotypes(schemas, true);
 }
 
 const struct diff_schema *emu_schema_acquire(const struct emu_resource *res)
@@ -78,8 +45,9 @@ const struct diff_schema *emu_schema_acquire(const struct emu_resource *res)
 		return NULL;
 	if (!emu_resource_is_custom(res) &&
 	    diff_gotype_root(res->group, res->version, res->kind) >= 0)
-		return diff_schemas_lookup(schemas, schema_group(res->group),
-					   res->kind);
+		return diff_schemas_lookup(
+			schemas, diff_schemas_gotype_group(res->group),
+			res->kind);
 	return diff_schemas_lookup(schemas, res->group, res->kind);
 }
 
