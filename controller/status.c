@@ -263,8 +263,6 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     const char *error, const char *source_error,
 		     double seconds)
 {
-	bool health_changed = false;
-
 	const char *name = a->spec->name;
 	const char *result = error ? "failure" : "success";
 	const char *labels[] = {"app", name, "result", result, NULL};
@@ -272,8 +270,10 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	bool drift = report && diff_report_has_drift(report);
 	json_t *rj = report ? diff_report_to_json(report) : NULL;
 	time_t now = time(NULL);
+	bool health_changed = false, health_was_known;
 
 	pthread_mutex_lock(&a->st_lock);
+	health_was_known = a->st.health_known;
 	a->st.ran = true;
 	a->st.last_sync = now;
 	a->st.last_ok = !error;
@@ -329,7 +329,9 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	pthread_mutex_unlock(&a->st_lock);
 	json_decref(rj);
 	if (health_changed) {
-		health_event(a, health);
+		/* A transition: the first health after a start is none. */
+		if (health_was_known)
+			health_event(a, health);
 		ctl_wake_dependents(c, name);
 	}
 }
