@@ -2,10 +2,10 @@
 # Health against kube-emu with its rollout stand-in (/emu/rollouts writes
 # the status kube-controller-manager would): `syncd sync --wait` returns
 # 0 once every object is healthy, 1 at once when one is Degraded (naming
-# it and the controller's reason), 1 when the timeout passes (naming what
-# is still progressing); `syncd diff` reports each object's health and the
-# app's; bad flags are usage errors. The same on the real control plane:
-# tests/real/health.sh.
+# it and the controller's reason: a failed rollout, a failed Job), 1 when
+# the timeout passes (naming what is still progressing); `syncd diff`
+# reports each object's health and the app's; bad flags are usage errors.
+# The same on the real control plane: tests/real/health.sh.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/emu.sh"
@@ -73,6 +73,17 @@ run_syncd sync --wait --timeout 2s "${W[@]}" "$app"
 expect_rc 1 "sync --wait past its timeout: exit 1"
 expect_match 'health: timed out after [0-9.]+s, still Progressing: Deployment\.apps health/web: .*Deployment\.apps health/broken: ' \
 	"$out" "... naming what is still progressing"
+
+# A Job that fails (the stand-in writes Failed, BackoffLimitExceeded).
+job=$tmp/job
+mkdir -p "$job"
+printf 'apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate, namespace: health}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: m, image: "registry.example/m:1"}]\n' >"$job/job.yaml"
+api POST /emu/rollouts application/json \
+	'{"name":"job-fails","match":{"kind":"Job"},"fail":true}'
+run_syncd sync --wait --timeout 30s --kubeconfig "$tmp/kc" --app job "$job"
+expect_rc 1 "sync --wait with a failing Job: exit 1"
+expect_match 'health: Degraded after [0-9.]+s: Job\.batch health/migrate: BackoffLimitExceeded' \
+	"$out" "... naming the Job and its reason"
 
 # Usage errors.
 run_syncd sync --wait --timeout soon "${W[@]}" "$app"

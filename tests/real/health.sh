@@ -4,7 +4,9 @@
 # Healthy and `syncd sync --wait` returns 0; a Deployment whose Pods can
 # never be scheduled, with a short progressDeadlineSeconds, becomes
 # Degraded with the controller's reason and --wait returns 1 naming it;
-# `kubectl rollout pause` makes it Suspended; a custom resource with no
+# `kubectl rollout pause` makes it Suspended; a Job past its
+# activeDeadlineSeconds is Degraded with the Job controller's reason; a
+# custom resource with no
 # status yet is Progressing (never Healthy), with Ready=False Degraded,
 # with Ready=True Healthy; waves: a wave-1 object is created only once the
 # wave-0 Deployment is available. kube-emu's versions:
@@ -146,4 +148,29 @@ created=$(kc -n syncd-waves get configmap after-db -o jsonpath='{.metadata.creat
 expect_eq "$([ -n "$ready" ] && [[ ! "$created" < "$ready" ]] && echo after)" after \
 	"the wave-1 ConfigMap was created ($created) once the wave-0 Deployment was available ($ready)"
 "$SYNCD" render -o json "$waves" | kc delete -f - --wait=false >/dev/null 2>&1
+# --- a Job that fails: Degraded with the Job controller's reason ----------
+ns_gone syncd-job
+job=$tmp/job
+mkdir -p "$job"
+cat >"$job/objects.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: syncd-job}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: syncd-job}
+spec:
+  activeDeadlineSeconds: 2
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {syncd.test/never: "true"}
+      containers: [{name: migrate, image: "busybox:1.36"}]
+EOF
+S sync --wait --timeout 120s --app syncd-job "$job"
+expect_rc 1 "a Job past its deadline: sync --wait exit 1"
+expect_match 'health: Degraded after [0-9.]+s: Job\.batch syncd-job/migrate: DeadlineExceeded: ' \
+	"$out" "... Degraded, with the Job controller's reason"
+"$SYNCD" render -o json "$job" | kc delete -f - --wait=false >/dev/null 2>&1
 finish
