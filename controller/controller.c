@@ -772,10 +772,11 @@ static int pass(struct controller *c, struct ctl_app *a)
 		health.state = HEALTH_PROGRESSING;
 		health.message = strdup(res.waiting);
 	} else if (res.applied || res.pruned) {
-		app_health_release(&health);
-		health.state = HEALTH_PROGRESSING;
-		health.message = strdup("objects were written: their health "
-					"is read again shortly");
+		/*
+		 * What the pass read is from before its writes: the status
+		 * keeps the last health until the objects are read again.
+		 */
+		have_health = false;
 		pthread_mutex_lock(&c->lock);
 		if (c->q)
 			queue_enqueue_after(c->q, ca->name, HEALTH_REREAD_MS);
