@@ -627,15 +627,13 @@ static char *patch_web(const char *sub, const char *body)
 }
 
 /*
- * Controllers write the status of Deployments and HPAs many times a
- * minute; none of it is compared, so none of it runs a pass.
+ * Deployment default/web of app "shop", applied and watched, its ADDED
+ * heard: the Deployments resource.
  */
-Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
+static const struct kube_resource *watched_web(void)
 {
 	const struct kube_resource *d = NULL;
 	json_t *obj;
-	char *rv;
-	long deadline;
 
 	cr_assert_eq(kube_discovery_find(disc, "apps", NULL, "Deployment", &d,
 					 &err),
@@ -656,6 +654,19 @@ Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
 	json_decref(obj);
 	cr_assert_eq(kube_watchcache_watch(wc, d, "default", NULL, &err), 0);
 	wait_heard("shop", 1);
+	return d;
+}
+
+/*
+ * Controllers write the status of Deployments and HPAs many times a
+ * minute; none of it is compared, so none of it runs a pass.
+ */
+Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
+{
+	const struct kube_resource *d = watched_web();
+	char *rv;
+	long deadline;
+
 
 	/* The status write reaches the cache... */
 	rv = patch_web("status",
@@ -682,30 +693,12 @@ Test(watchcache, a_status_write_is_stored_not_reported, .init = setup)
 Test(watchcache, kept_status_is_stored_and_reported,
      .init = setup_keep_status)
 {
-	const struct kube_resource *d = NULL;
+	const struct kube_resource *d;
 	json_t *obj;
 	char *rv;
 	long deadline;
 
-	cr_assert_eq(kube_discovery_find(disc, "apps", NULL, "Deployment", &d,
-					 &err),
-		     0, "%s", err_msg(&err));
-	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:i, s:{s:{s:s}},"
-			" s:{s:{s:{s:s}}, s:{s:[{s:s, s:s}]}}}}",
-			"apiVersion", "apps/v1", "kind", "Deployment",
-			"metadata", "name", "web", "namespace", "default",
-			"labels", KUBE_WATCHCACHE_PART_OF_LABEL, "shop", "spec",
-			"replicas", 1, "selector", "matchLabels", "app", "web",
-			"template", "metadata", "labels", "app", "web", "spec",
-			"containers", "name", "web", "image", "nginx:1.27");
-	cr_assert_not_null(obj);
-	cr_assert_eq(kube_apply(client, d, obj,
-				&(struct kube_apply_options){MANAGER, 0, 0},
-				NULL, &err),
-		     0, "%s", err_msg(&err));
-	json_decref(obj);
-	cr_assert_eq(kube_watchcache_watch(wc, d, "default", NULL, &err), 0);
-	wait_heard("shop", 1);
+	d = watched_web();
 
 	rv = patch_web("status",
 		       "{\"status\":{\"observedGeneration\":1,"
