@@ -422,6 +422,17 @@ struct app_spec {
 	 * written (a reload compares it); 0 and NULL on the command line. */
 	unsigned line;
 	json_t *raw;
+	/*
+	 * Declared by an App object (apps.syncd.io, docs/app-crd.md): its
+	 * namespace (NULL: declared in a file) and metadata.generation.
+	 */
+	const char *object_ns;
+	long long object_generation;
+	/* Reads and writes as this service account of object_ns; NULL:
+	 * syncd's own identity. */
+	const char *service_account;
+	/* A Secret of object_ns with the Git credentials; NULL: none. */
+	const char *secret_ref;
 	/* Storage behind the pointers above; the spec's own. */
 	struct strvec strings;
 	struct strvec lists[APP_LIST_COUNT];

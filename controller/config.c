@@ -39,6 +39,12 @@ struct walk {
 	 * does: group "" is the core group, pointer "" the whole object.
 	 */
 	bool allow_empty;
+	/*
+	 * Walking the spec of an App object: no lines (problems read
+	 * "App NS/NAME: spec.key: cause") and no keys that name syncd's own
+	 * files, variables or programs.
+	 */
+	bool object;
 	/* Problems are kept until the end, to be reported in line order. */
 	struct problem *problems;
 	size_t nproblems;
@@ -152,8 +158,12 @@ static void problem(struct walk *w, const char *fmt, ...)
 	p = &w->problems[w->nproblems];
 	p->line = line_here(w);
 	p->seq = w->nproblems;
-	n = asprintf(&p->text, "%s:%u: %s: %s", w->file, p->line,
-		     w->dlen ? w->dot : "top level", why);
+	if (w->object)
+		n = asprintf(&p->text, "%s: %s: %s", w->file,
+			     w->dlen ? w->dot : "spec", why);
+	else
+		n = asprintf(&p->text, "%s:%u: %s: %s", w->file, p->line,
+			     w->dlen ? w->dot : "top level", why);
 	if (n < 0) {
 		w->nomem = true;
 		return;
@@ -575,6 +585,64 @@ static void required(struct walk *w, const json_t *obj, const char *key)
 	pop(w, m);
 }
 
+/* A DNS-1123 subdomain (the names of most objects): labels joined by dots. */
+static bool dns_subdomain(const char *s)
+{
+	char label[64];
+	size_t n = strlen(s);
+
+	if (!n || n > 253)
+		return false;
+	while (*s) {
+		size_t len = strcspn(s, ".");
+
+		if (len >= sizeof(label))
+			return false;
+		memcpy(label, s, len);
+		label[len] = '\0';
+		if (!diff_dns_label(label, 63))
+			return false;
+		s += len;
+		if (*s && !*++s)
+			return false; /* a trailing dot */
+	}
+	return true;
+}
+
+/*
+ * Keys of `obj` among `keys` are not allowed where the walk is: in an
+ * App object (keys naming syncd's own files, variables and programs:
+ * anyone who may create an App could otherwise make syncd read or run
+ * them), or in the file (keys only an App object has).
+ */
+static void refuse_keys(struct walk *w, const json_t *obj,
+			const char *const *keys, const char *why)
+{
+	for (size_t i = 0; json_is_object(obj) && keys[i]; i++) {
+		struct mark m;
+
+		if (!json_object_get(obj, keys[i]))
+			continue;
+		m = push_key(w, keys[i]);
+		problem(w, "%s", why);
+		pop(w, m);
+	}
+}
+
+#define NOT_IN_OBJECT                                                      \
+	"not allowed in an App object (it names a file, variable or "      \
+	"program of syncd's own; use secretRef for credentials)"
+#define ONLY_IN_OBJECT "only allowed in an App object"
+
+static const char *const source_local_keys[] = {
+	"usernameFile",	 "passwordFile", "passwordEnv",
+	"tokenFile",	 "tokenEnv",	 "caFile",
+	"sshKeyFile",	 "sshPassphraseFile", "knownHostsFile",
+	"verifySignatures", NULL,
+};
+static const char *const source_object_keys[] = {"secretRef", NULL};
+static const char *const secret_ref_keys[] = {"name", NULL};
+
 static const char *const source_keys[] = {
 	"repo",
 	"revision",
@@ -591,6 +659,7 @@ static const char *const source_keys[] = {
 	"sshPassphraseFile",
 	"knownHostsFile",
 	"verifySignatures",
+	"secretRef",
 	NULL,
 };
 
@@ -607,6 +676,27 @@ static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 
 	if (!check_map(w, obj, source_keys))
 		return;
+	if (w->object)
+		refuse_keys(w, obj, source_local_keys, NOT_IN_OBJECT);
+	else
+		refuse_keys(w, obj, source_object_keys, ONLY_IN_OBJECT);
+	if (w->object && (verify = json_object_get(obj, "secretRef"))) {
+		struct mark m = push_key(w, "secretRef");
+
+		if (check_map(w, verify, secret_ref_keys)) {
+			required(w, verify, "name");
+			spec_str(w, a, verify, "name", &a->secret_ref);
+			if (a->secret_ref &&
+			    !dns_subdomain(a->secret_ref)) {
+				struct mark mn = push_key(w, "name");
+
+				problem(w, "\"%s\" is not a valid Secret name",
+					a->secret_ref);
+				pop(w, mn);
+			}
+		}
+		pop(w, m);
+	}
 	required(w, obj, "repo");
 	spec_str(w, a, obj, "repo", &g->url);
 	spec_str(w, a, obj, "revision", &g->revision);
@@ -732,6 +822,28 @@ static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 
 	if (obj && !check_map(w, obj, render_keys))
 		obj = NULL;
+	if (obj && w->object) {
+		static const char *const local[] = {"varsFiles", "kustomize",
+						    "plugin", NULL};
+		const json_t *helm = json_object_get(obj, "helm");
+		const json_t *kind = json_object_get(obj, "type");
+
+		refuse_keys(w, obj, local, NOT_IN_OBJECT);
+		if (json_is_object(helm)) {
+			static const char *const bin[] = {"bin", NULL};
+			struct mark mh = push_key(w, "helm");
+
+			refuse_keys(w, helm, bin, NOT_IN_OBJECT);
+			pop(w, mh);
+		}
+		if (json_is_string(kind) &&
+		    !strcmp(json_string_value(kind), "exec")) {
+			struct mark mt = push_key(w, "type");
+
+			problem(w, "exec is %s", NOT_IN_OBJECT);
+			pop(w, mt);
+		}
+	}
 	if (!obj)
 		obj = json_object(); /* read defaults from an empty block */
 	else
@@ -877,7 +989,7 @@ static const char *const app_keys[] = {
 	"name",		 "source",	    "render",	   "namespace",
 	"prune",	 "pruneAllowKinds", "pruneBudget", "selfHeal",
 	"foreignFields", "ignore",	    "verify",	   "dependsOn",
-	NULL,
+	"serviceAccountName", NULL,
 };
 
 static const char *const foreign_names[] = {
@@ -895,13 +1007,32 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 	size_t i;
 
 	app_spec_init(a);
-	a->line = line_here(w);
+	a->line = w->object ? 0 : line_here(w);
 	if (!check_map(w, obj, app_keys))
 		return;
-	required(w, obj, "name");
+	if (w->object) {
+		static const char *const name[] = {"name", NULL};
+
+		refuse_keys(w, obj, name, "not allowed in an App object "
+					  "(its name is metadata.name)");
+		spec_str(w, a, obj, "serviceAccountName",
+			 &a->service_account);
+		if (a->service_account &&
+		    !dns_subdomain(a->service_account)) {
+			m = push_key(w, "serviceAccountName");
+			problem(w, "\"%s\" is not a valid service account name",
+				a->service_account);
+			pop(w, m);
+		}
+	} else {
+		static const char *const sa[] = {"serviceAccountName", NULL};
+
+		refuse_keys(w, obj, sa, ONLY_IN_OBJECT);
+		required(w, obj, "name");
+		spec_str(w, a, obj, "name", &a->name);
+		check_label(w, "name", a->name);
+	}
 	required(w, obj, "source");
-	spec_str(w, a, obj, "name", &a->name);
-	check_label(w, "name", a->name);
 	if ((v = json_object_get(obj, "source"))) {
 		m = push_key(w, "source");
 		walk_source(w, v, a);
@@ -1031,7 +1162,10 @@ static const char *const top_keys[] = {
 	"resync",   "workers", "fieldManager", "kubeconfig", "context",
 	"cacheDir", "qps",     "burst",	       "watch",	     "log",
 	"listen",   "apps",    "fightDetection", "api", "webhook",
-	"leaderElection", "events", "health", NULL,
+	"leaderElection", "events", "health", "appObjects", NULL,
+};
+static const char *const objects_keys[] = {
+	"enabled", "namespaces", "clusterWide", "targets", NULL,
 };
 static const char *const api_keys[] = {
 	"tokenFile",
@@ -1132,6 +1266,85 @@ out:
 	pop(w, m);
 }
 
+/* A list of namespace names, each checked. */
+static void get_namespaces(struct walk *w, const json_t *obj, const char *key,
+			   struct strvec *dst)
+{
+	struct mark m;
+
+	get_list(w, obj, key, dst);
+	m = push_key(w, key);
+	for (size_t i = 0; i < dst->len; i++) {
+		struct mark mi = push_index(w, i);
+
+		if (!diff_dns_label(dst->v[i], 63))
+			problem(w, "\"%s\" is not a namespace name",
+				dst->v[i]);
+		pop(w, mi);
+	}
+	pop(w, m);
+}
+
+/* targets: {NS: [NS...]}, kept as "NS=OTHER" pairs. */
+static void walk_targets(struct walk *w, const json_t *targets,
+			 struct config *c)
+{
+	struct buf pair = BUF_INIT;
+	const json_t *list;
+	const char *ns;
+
+	if (!json_is_object(targets)) {
+		wrong_type(w, "a mapping of namespace to namespaces", targets);
+		return;
+	}
+	json_object_foreach((json_t *)targets, ns, list)
+	{
+		struct strvec l = STRVEC_INIT;
+
+		if (!diff_dns_label(ns, 63)) {
+			struct mark mk = push_key(w, ns);
+
+			problem(w, "\"%s\" is not a namespace name", ns);
+			pop(w, mk);
+			continue;
+		}
+		get_namespaces(w, targets, ns, &l);
+		for (size_t i = 0; i < l.len; i++) {
+			buf_reset(&pair);
+			if (buf_addf(&pair, "%s=%s", ns, l.v[i]) < 0 ||
+			    strvec_push(&c->objects.targets,
+					buf_cstr(&pair)) < 0)
+				w->nomem = true;
+		}
+		strvec_release(&l);
+	}
+	buf_release(&pair);
+}
+
+/*
+ * appObjects: {enabled, namespaces, clusterWide, targets}
+ * (docs/app-crd.md); present means enabled unless it says otherwise.
+ */
+static void walk_objects(struct walk *w, const json_t *v, struct config *c)
+{
+	struct mark m = push_key(w, "appObjects");
+	const json_t *targets;
+
+	if (check_map(w, v, objects_keys)) {
+		c->objects.enabled = true;
+		get_bool(w, v, "enabled", &c->objects.enabled);
+		get_namespaces(w, v, "namespaces", &c->objects.namespaces);
+		get_namespaces(w, v, "clusterWide", &c->objects.cluster_wide);
+		if ((targets = json_object_get(v, "targets"))) {
+			struct mark mt = push_key(w, "targets");
+
+			walk_targets(w, targets, c);
+			pop(w, mt);
+		}
+	}
+	pop(w, m);
+}
+
 static void walk_top(struct walk *w, const json_t *root, struct config *c)
 {
 	json_t *v, *item, *names;
@@ -1177,6 +1390,8 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 		pop(w, m);
 	}
 	get_bool(w, root, "events", &c->events);
+	if ((v = json_object_get(root, "appObjects")))
+		walk_objects(w, v, c);
 	if ((v = json_object_get(root, "health")))
 		walk_health(w, v, c);
 	/* leaderElection: true, or a mapping with the details. */
@@ -1280,6 +1495,9 @@ void config_free(struct config *cfg)
 		app_spec_release(&cfg->apps[i]);
 	free(cfg->apps);
 	health_rules_free(cfg->health);
+	strvec_release(&cfg->objects.namespaces);
+	strvec_release(&cfg->objects.cluster_wide);
+	strvec_release(&cfg->objects.targets);
 	free(cfg->path);
 	free(cfg->field_manager);
 	free(cfg->kubeconfig);
@@ -1410,4 +1628,93 @@ bool config_same_globals(const struct config *a, const struct config *b)
 bool config_same_app(const struct app_spec *a, const struct app_spec *b)
 {
 	return same_json(a->raw, b->raw);
+}
+
+int config_app_from_object(struct app_spec *out, const json_t *obj,
+			   struct err *err)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	const json_t *spec = json_object_get(obj, "spec");
+	json_t *gen = json_object_get(meta, "generation");
+	struct walk w;
+	struct buf file = BUF_INIT;
+	int error = 0;
+
+	app_spec_init(out);
+	if (!ns || !name)
+		return err_set(err, ERR_INVALID,
+			       "App: no metadata.namespace or metadata.name");
+	memset(&w, 0, sizeof(w));
+	buf_addf(&file, "App %s/%s", ns, name);
+	w.file = buf_cstr(&file);
+	w.dir = "";
+	w.err = err;
+	w.object = true;
+	if (!diff_dns_label(name, 63)) {
+		struct mark m = push_key(&w, "metadata");
+
+		push_key(&w, "name");
+		problem(&w,
+			"\"%s\" is not a DNS label (lower case letters, "
+			"digits and '-', at most 63): apps are named so",
+			name);
+		pop(&w, m);
+	}
+	if (!spec) {
+		struct mark m = push_key(&w, "spec");
+
+		problem(&w, "required");
+		pop(&w, m);
+	} else {
+		struct mark m = push_key(&w, "spec");
+
+		walk_app(&w, spec, out);
+		pop(&w, m);
+	}
+	if (!w.nproblems && !w.nomem &&
+	    (app_spec_set(out, &out->name, name) < 0 ||
+	     app_spec_set(out, &out->object_ns, ns) < 0 ||
+	     (!out->namespace &&
+	      app_spec_set(out, &out->namespace, ns) < 0) ||
+	     !(out->raw = json_pack("{s:s, s:s, s:O, s:O}", "namespace", ns,
+				    "name", name, "generation",
+				    gen ? gen : json_null(), "spec", spec))))
+		w.nomem = true;
+	out->object_generation = json_integer_value(gen);
+	if (w.nomem) {
+		error = err_set(err, ERR_NOMEM, "%s: out of memory", w.file);
+	} else if (w.nproblems) {
+		qsort(w.problems, w.nproblems, sizeof(*w.problems),
+		      problem_cmp);
+		for (size_t i = 0; i < w.nproblems; i++)
+			err_set(err, ERR_INVALID, "%s", w.problems[i].text);
+		error = ERR_INVALID;
+	}
+	for (size_t i = 0; i < w.nproblems; i++)
+		free(w.problems[i].text);
+	free(w.problems);
+	buf_release(&file);
+	if (error < 0)
+		app_spec_release(out);
+	return error;
+}
+
+bool config_object_may_manage(const struct config *cfg, const char *app_ns,
+			      const char *ns)
+{
+	struct buf pair = BUF_INIT;
+	bool ok;
+
+	if (strvec_has(&cfg->objects.cluster_wide, app_ns))
+		return true;
+	if (!ns)
+		return false;
+	if (!strcmp(ns, app_ns))
+		return true;
+	buf_addf(&pair, "%s=%s", app_ns, ns);
+	ok = strvec_has(&cfg->objects.targets, buf_cstr(&pair));
+	buf_release(&pair);
+	return ok;
 }

@@ -118,6 +118,8 @@ static void free_app(struct ctl_app *a)
 	json_decref(a->verify_memo);
 	free(a->source_error);
 	free(a->id);
+	kube_discovery_free(a->disc);
+	kube_client_free(a->client);
 	free(a);
 }
 
@@ -154,6 +156,42 @@ static const char *app_namespace(const struct controller *c,
 	return ca->namespace ? ca->namespace : c->conn.cfg.namespace;
 }
 
+/* The client and discovery an app reads and writes with. */
+static struct kube_client *app_client(struct controller *c,
+				      const struct ctl_app *a)
+{
+	return a->client ? a->client : c->conn.client;
+}
+
+static struct kube_discovery *app_disc(struct controller *c,
+				       const struct ctl_app *a)
+{
+	return a->disc ? a->disc : c->conn.disc;
+}
+
+/*
+ * An App with serviceAccountName reads and writes as that service
+ * account of its namespace (RBAC decides), with a client of its own.
+ */
+static int impersonate(struct controller *c, struct ctl_app *a,
+		       struct err *err)
+{
+	struct kube_client_options ko = {0};
+	struct buf user = BUF_INIT;
+	int error;
+
+	buf_addf(&user, "system:serviceaccount:%s:%s", a->spec->object_ns,
+		 a->spec->service_account);
+	ko.qps = c->cfg->qps;
+	ko.burst = c->cfg->burst;
+	ko.impersonate_user = buf_cstr(&user);
+	if ((error = kube_client_new(&a->client, &c->conn.cfg, &ko, err)) ==
+	    0)
+		error = kube_discovery_new(&a->disc, a->client, err);
+	buf_release(&user);
+	return error;
+}
+
 /* A new app: its configuration, ApplySet id and fight detection. */
 static int new_app(struct ctl_app **out, struct controller *c,
 		   const struct app_spec *ca, struct err *err)
@@ -173,8 +211,11 @@ static int new_app(struct ctl_app **out, struct controller *c,
 		goto fail;
 	}
 	a->spec = ca;
+	if (ca->service_account && ca->object_ns &&
+	    (error = impersonate(c, a, err)) < 0)
+		goto fail;
 	memset(&app, 0, sizeof(app));
-	error = app_init(&app, c->conn.client, c->conn.disc, ca->name,
+	error = app_init(&app, app_client(c, a), app_disc(c, a), ca->name,
 			 app_namespace(c, ca), c->cfg->field_manager, err);
 	if (!error && !(a->id = strdup(app.id)))
 		error = err_set(err, ERR_NOMEM, "out of memory");
@@ -626,6 +667,65 @@ static int verify(struct controller *c, struct ctl_app *a, struct app *app,
 	return 0;
 }
 
+/*
+ * An App manages objects of its own namespace only, unless appObjects
+ * allows more (config_object_may_manage()): checked for every object
+ * before anything is written, so a refused app writes nothing at all.
+ */
+static int check_namespaces(struct controller *c, struct ctl_app *a,
+			    const struct diff_objset *desired, struct err *err)
+{
+	const char *app_ns = a->spec->object_ns;
+	struct buf name = BUF_INIT;
+	int error = 0;
+
+	if (!config_object_may_manage(c->cfg, app_ns,
+				      app_namespace(c, a->spec)))
+		return err_set(err, ERR_INVALID,
+			       "spec.namespace: an App of namespace %s may "
+			       "not manage objects of namespace %s "
+			       "(appObjects.targets or clusterWide in "
+			       "syncd's configuration allow it)",
+			       app_ns, app_namespace(c, a->spec));
+	for (size_t i = 0; i < desired->len; i++) {
+		const struct diff_key *k = &desired->items[i]->key;
+		const struct kube_resource *res = NULL;
+		const char *ns = *k->ns ? k->ns : app_namespace(c, a->spec);
+		struct err e = ERR_INIT;
+		bool namespaced = true;
+
+		/* A kind not served yet (a CRD of the app): as declared. */
+		if (kube_discovery_find(c->conn.disc, k->group, NULL, k->kind,
+					&res, &e) == 0)
+			namespaced = res->namespaced;
+		else
+			namespaced = *k->ns != '\0';
+		err_release(&e);
+		if (config_object_may_manage(c->cfg, app_ns,
+					     namespaced ? ns : NULL))
+			continue;
+		buf_reset(&name);
+		diff_key_format(k, &name);
+		if (namespaced)
+			error = err_set(err, ERR_INVALID,
+					"%s: an App of namespace %s may not "
+					"manage objects of namespace %s "
+					"(appObjects.targets or clusterWide "
+					"in syncd's configuration allow it)",
+					buf_cstr(&name), app_ns, ns);
+		else
+			error = err_set(err, ERR_INVALID,
+					"%s: an App of namespace %s may not "
+					"manage cluster-scoped objects "
+					"(appObjects.clusterWide in syncd's "
+					"configuration allows it)",
+					buf_cstr(&name), app_ns);
+		break;
+	}
+	buf_release(&name);
+	return error;
+}
+
 static int pass(struct controller *c, struct ctl_app *a)
 {
 	const struct app_spec *ca = a->spec;
@@ -659,6 +759,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	if (a->relist)
 		json_object_clear(a->written);
 	memset(&app, 0, sizeof(app));
+	a->fail_reason = NULL;
 	if (!deps_ready(c, a, &why)) {
 		/* Not now: a dependency's health change runs it again. */
 		log_info("waiting for a dependency", "app", ca->name,
@@ -667,6 +768,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		buf_release(&why);
 		return 0;
 	}
+	a->fail_reason = "SourceFailed";
 	if ((error = load_app(c, a, &stale, &err)) < 0)
 		goto fail;
 	if (stale) {
@@ -694,11 +796,18 @@ static int pass(struct controller *c, struct ctl_app *a)
 	}
 	if ((!a->render_file &&
 	     (error = copy_objects(&desired, &a->objects, &err)) < 0) ||
-	    (error = app_init(&app, c->conn.client, c->conn.disc, ca->name,
-			      app_namespace(c, ca), dopts.field_manager,
-			      &err)) < 0)
+	    (error = app_init(&app, app_client(c, a), app_disc(c, a),
+			      ca->name, app_namespace(c, ca),
+			      dopts.field_manager, &err)) < 0)
 		goto fail;
-	if (c->wc) {
+	if (ca->object_ns && (error = check_namespaces(c, a, &desired,
+						       &err)) < 0) {
+		a->fail_reason = "NamespaceNotAllowed";
+		goto fail; /* nothing is written */
+	}
+	a->fail_reason = "SyncFailed";
+	/* Impersonated reads go to the server: the cache reads as syncd. */
+	if (c->wc && !a->client) {
 		app.list_hook = cache_list;
 		app.list_ctx = a;
 	}
@@ -804,7 +913,9 @@ fail:
 		  "error", err_first(&err), NULL);
 out:
 	a->cur_app = &app; /* the health Event names the inventory */
-	ctl_status_pass(c, a, report, have_health ? &health : NULL, act,
+	if (!rc)
+		a->fail_reason = NULL;
+	ctl_status_pass(c, a, report, have_health ? &health : NULL, &res, act,
 			rc ? err_first(&err) : NULL,
 			stale ? a->source_error : NULL,
 			(double)(clk_mono_ms() - now) / 1000.0);
@@ -869,6 +980,7 @@ int controller_new(struct controller **out, const struct config *cfg,
 	if (!(c = calloc(1, sizeof(*c))))
 		return err_set(err, ERR_NOMEM, "out of memory");
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->switch_lock, NULL);
 	c->cfg = cfg;
 	c->metrics = metrics;
 	ctl_metrics_declare(metrics);
@@ -1086,7 +1198,7 @@ int controller_start(struct controller *c, struct err *err)
 	pthread_mutex_lock(&c->lock);
 	c->started = true;
 	pthread_mutex_unlock(&c->lock);
-	return 0;
+	return ctl_objects_start(c, err);
 }
 
 /* The app of the running set named `name`, or NULL. */
@@ -1103,17 +1215,15 @@ static struct ctl_app *take_app(struct ctl_app **apps, size_t n,
 	return NULL;
 }
 
-int controller_reload(struct controller *c, const struct config *cfg,
-		      struct controller_reload_result *res, struct err *err)
+int ctl_switch(struct controller *c, const struct config *cfg,
+	       const struct app_spec *const *specs, size_t nspecs,
+	       struct controller_reload_result *res, struct err *err)
 {
 	struct ctl_app **apps = NULL, **pool = NULL, **dead = NULL, **old;
 	size_t nold, ndead = 0, n, i;
 	int error = 0;
 
 	memset(res, 0, sizeof(*res));
-	if (!config_same_globals(c->cfg, cfg))
-		return err_set(err, ERR_INVALID, "settings outside apps "
-			       "changed: the controller must restart");
 	/*
 	 * HTTP and watch threads read the running set: the new one is built
 	 * beside it, swapped in under the lock, and what leaves is freed
@@ -1127,7 +1237,7 @@ int controller_reload(struct controller *c, const struct config *cfg,
 		memcpy(pool, c->apps, nold * sizeof(*pool));
 	pthread_mutex_unlock(&c->lock);
 	if (!pool || !dead ||
-	    (cfg->napps && !(apps = calloc(cfg->napps, sizeof(*apps))))) {
+	    (nspecs && !(apps = calloc(nspecs, sizeof(*apps))))) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -1136,8 +1246,8 @@ int controller_reload(struct controller *c, const struct config *cfg,
 	 * running set untouched; apps configured exactly as before keep
 	 * their state (Git clone, last render, fights).
 	 */
-	for (i = 0; i < cfg->napps; i++) {
-		const struct app_spec *ca = &cfg->apps[i];
+	for (i = 0; i < nspecs; i++) {
+		const struct app_spec *ca = specs[i];
 		struct ctl_app *a = find_app(c, ca->name);
 
 		if (a && config_same_app(a->spec, ca))
@@ -1150,8 +1260,8 @@ int controller_reload(struct controller *c, const struct config *cfg,
 			RELOAD_GRACE_MS / 1000);
 		goto fail;
 	}
-	for (i = 0; i < cfg->napps; i++) {
-		struct ctl_app *prev = take_app(pool, nold, cfg->apps[i].name);
+	for (i = 0; i < nspecs; i++) {
+		struct ctl_app *prev = take_app(pool, nold, specs[i]->name);
 
 		if (apps[i]) {
 			res->added += !prev;
@@ -1160,9 +1270,9 @@ int controller_reload(struct controller *c, const struct config *cfg,
 				dead[ndead++] = prev;
 			continue;
 		}
-		/* Unchanged: the same settings, borrowed from the new file. */
+		/* Unchanged: the same settings, borrowed from the new spec. */
 		pthread_mutex_lock(&c->lock);
-		prev->spec = &cfg->apps[i];
+		prev->spec = specs[i];
 		pthread_mutex_unlock(&c->lock);
 		apps[i] = prev;
 		res->unchanged++;
@@ -1172,7 +1282,7 @@ int controller_reload(struct controller *c, const struct config *cfg,
 			res->removed++;
 			dead[ndead++] = pool[i];
 		}
-	for (i = n = 0; i < cfg->napps; i++)
+	for (i = n = 0; i < nspecs; i++)
 		if (apps[i])
 			apps[n++] = apps[i];
 	pthread_mutex_lock(&c->lock);
@@ -1189,9 +1299,9 @@ int controller_reload(struct controller *c, const struct config *cfg,
 	free(pool);
 	free(dead);
 	/* From here on the controller runs `cfg`, whatever happens. */
-	return start_queue(c, true, err);
+	return start_queue(c, c->started, err);
 fail:
-	for (i = 0; apps && i < cfg->napps; i++)
+	for (i = 0; apps && i < nspecs; i++)
 		free_app(apps[i]);
 	free(apps);
 	free(pool);
@@ -1199,10 +1309,48 @@ fail:
 	return error;
 }
 
+int controller_reload(struct controller *c, const struct config *cfg,
+		      struct controller_reload_result *res, struct err *err)
+{
+	const struct app_spec *const *objs = NULL;
+	const struct app_spec **specs;
+	size_t nobjs, n = 0;
+	int error;
+
+	memset(res, 0, sizeof(*res));
+	if (!config_same_globals(c->cfg, cfg))
+		return err_set(err, ERR_INVALID, "settings outside apps "
+			       "changed: the controller must restart");
+	pthread_mutex_lock(&c->switch_lock);
+	nobjs = ctl_objects_specs(c, &objs);
+	if (!(specs = calloc(cfg->napps + nobjs + 1, sizeof(*specs)))) {
+		pthread_mutex_unlock(&c->switch_lock);
+		return err_set(err, ERR_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < cfg->napps; i++)
+		specs[n++] = &cfg->apps[i];
+	/* Apps of App objects stay, unless the file now has their name. */
+	for (size_t i = 0; i < nobjs; i++) {
+		bool clash = false;
+
+		for (size_t j = 0; j < cfg->napps && !clash; j++)
+			clash = !strcmp(cfg->apps[j].name, objs[i]->name);
+		if (!clash)
+			specs[n++] = objs[i];
+	}
+	error = ctl_switch(c, cfg, specs, n, res, err);
+	pthread_mutex_unlock(&c->switch_lock);
+	free(specs);
+	return error;
+}
+
 int controller_stop(struct controller *c, unsigned grace_ms)
 {
 	struct err err = ERR_INIT;
-	int error = stop_queue(c, grace_ms);
+	int error;
+
+	ctl_objects_stop(c); /* no switch of the running set from now on */
+	error = stop_queue(c, grace_ms);
 
 	/* The work stopped: hand the Lease over at once (ReleaseOnCancel). */
 	if (c->leader && kube_leader_stop(c->leader, true, &err) < 0)
@@ -1222,6 +1370,7 @@ void controller_free(struct controller *c)
 {
 	if (!c)
 		return;
+	ctl_objects_stop(c);
 	queue_free(c->q);
 	kube_leader_free(c->leader);
 	kube_client_free(c->leader_client);
@@ -1230,7 +1379,9 @@ void controller_free(struct controller *c)
 	for (size_t i = 0; i < c->napps; i++)
 		free_app(c->apps[i]);
 	free(c->apps);
+	ctl_objects_free(c); /* after the apps: they borrow its specs */
 	app_conn_close(&c->conn);
+	pthread_mutex_destroy(&c->switch_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

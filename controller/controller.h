@@ -77,6 +77,18 @@ struct config {
 		uint64_t lease_ms, renew_ms, retry_ms; /* 15s, 10s, 2s */
 	} leader;
 	struct health_rules *health; /* health: per-kind rules; NULL: none */
+	/*
+	 * appObjects: apps declared by App objects (docs/app-crd.md).
+	 * An App manages objects of its own namespace only, unless its
+	 * namespace is in cluster_wide (any namespace, cluster-scoped
+	 * objects too) or `targets` names more ("NS=OTHER" pairs).
+	 */
+	struct {
+		bool enabled;		 /* default false */
+		struct strvec namespaces; /* read Apps there; empty: all */
+		struct strvec cluster_wide;
+		struct strvec targets;
+	} objects;
 	struct app_spec *apps; /* the apps, in file order */
 	size_t napps;
 	json_t *raw_globals; /* the top level less `apps`, or NULL */
@@ -102,6 +114,24 @@ bool config_same_app(const struct app_spec *a, const struct app_spec *b);
 int config_load(struct config **out, const char *path, struct err *err);
 
 void config_free(struct config *cfg);
+
+/*
+ * The app an App object (apps.syncd.io/v1alpha1) declares, into *out
+ * (caller storage; released with app_spec_release(), also after a
+ * failure): its spec walked as an app of the file is, named by
+ * metadata.name, its objects' default namespace its own. Keys naming
+ * syncd's own files, variables or programs are refused. Every problem
+ * is one line "App NS/NAME: spec.key: cause" in `err`; ERR_INVALID then.
+ */
+int config_app_from_object(struct app_spec *out, const json_t *obj,
+			   struct err *err);
+
+/*
+ * Whether an App of namespace `app_ns` may manage objects of namespace
+ * `ns` (NULL: a cluster-scoped object) under `cfg`'s appObjects.
+ */
+bool config_object_may_manage(const struct config *cfg, const char *app_ns,
+			      const char *ns);
 
 
 /*

@@ -47,7 +47,24 @@ struct ctl_status {
 	/* Only the pass uses this: the foreign fields last reported by an
 	 * Event, per object ("<object>" -> note). */
 	json_t *foreign_notes;
+	/* The last passes that wrote, failed or moved to a new revision,
+	 * newest first ({"revision", "time", "result", "message",
+	 * "applied", "pruned"}, at most HISTORY_MAX). */
+	json_t *history;
+	/* The last Events about the app's objects, newest first
+	 * ({"time", "type", "reason", "object", "note"}, EVENTS_MAX). */
+	json_t *events;
+	char *diff;	      /* the text diff of the last report, or NULL */
+	char applied[SOURCE_GIT_OID_HEXSZ + 1]; /* last pass that succeeded */
+	json_t *health_counts; /* health status -> desired objects */
+	/* An App's first-seen times read back from its status (object
+	 * "\t" path -> time), used by the first pass after a start. */
+	json_t *seed_first_seen;
+	bool seeded;
 };
+
+#define HISTORY_MAX 10
+#define EVENTS_MAX 20
 
 /* One app's state between passes; only its own pass touches it. */
 struct ctl_app {
@@ -88,6 +105,18 @@ struct ctl_app {
 	 * "object written" line. Owned by the pass.
 	 */
 	json_t *drift_notes;
+	/*
+	 * An App with serviceAccountName: a client acting as that service
+	 * account, and its discovery; NULL: the controller's (c->conn).
+	 */
+	struct kube_client *client;
+	struct kube_discovery *disc;
+	/*
+	 * Why the pass failed, for an App's Stalled condition
+	 * ("NamespaceNotAllowed", "SourceFailed", "SyncFailed"); set by
+	 * the pass, read by ctl_objects_status() on the same thread.
+	 */
+	const char *fail_reason;
 };
 
 struct controller {
@@ -111,7 +140,38 @@ struct controller {
 	atomic_bool leading;	 /* this replica writes */
 	bool started;		 /* controller_start() ran */
 	atomic_bool api_ok;	 /* the API server answered */
+	struct ctl_objects *objects; /* App objects; NULL: off */
+	/* One switch of the running set at a time (reloads, App changes). */
+	pthread_mutex_t switch_lock;
 };
+
+/*
+ * controller.c: make `specs` the running set (apps configured exactly
+ * as before keep their state; see controller_reload()), `cfg` the
+ * configuration. Holds switch_lock.
+ */
+int ctl_switch(struct controller *c, const struct config *cfg,
+	       const struct app_spec *const *specs, size_t n,
+	       struct controller_reload_result *res, struct err *err);
+
+/*
+ * objects.c: apps declared by App objects (docs/app-crd.md).
+ * ctl_objects_start() watches them (appObjects in the configuration),
+ * parses each with config_app_from_object() and switches the running set
+ * to the file's apps plus theirs; invalid ones get a Stalled status.
+ * ctl_objects_specs() are the running App apps (borrowed; call with
+ * switch_lock held). ctl_objects_status() writes an App's status after a
+ * pass when it changed.
+ */
+int ctl_objects_start(struct controller *c, struct err *err);
+void ctl_objects_stop(struct controller *c);
+void ctl_objects_free(struct controller *c);
+size_t ctl_objects_specs(struct controller *c,
+			 const struct app_spec *const **specs);
+void ctl_objects_status(struct controller *c, struct ctl_app *a);
+/* The App's status as the cluster has it (new reference), or NULL. */
+json_t *ctl_objects_live_status(struct controller *c, const char *ns,
+				const char *name);
 
 
 
@@ -130,7 +190,8 @@ void ctl_metrics_declare(struct metrics *m);
 void ctl_status_waiting(struct ctl_app *a, const char *why);
 void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     const struct diff_report *report,
-		     const struct app_health *health, bool healed,
+		     const struct app_health *health,
+		     const struct app_sync_result *res, bool healed,
 		     const char *error, const char *source_error,
 		     double seconds);
 /* An app left the controller: drop its series. */

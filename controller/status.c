@@ -17,6 +17,10 @@
 
 #include "util/banned.h" /* last */
 
+static void emit(struct ctl_app *a, const json_t *regarding_obj,
+		 const char *type, const char *reason, const char *action,
+		 const char *note);
+
 static const double duration_buckets[] = {0.05, 0.1, 0.25, 0.5, 1,
 					  2.5,	5,   10,   30,	60};
 
@@ -83,7 +87,13 @@ int ctl_status_init(struct ctl_app *a)
 	a->st.state = "Unknown";
 	a->st.first_seen = json_object();
 	a->st.foreign_notes = json_object();
-	return a->st.first_seen && a->st.foreign_notes ? 0 : ERR_NOMEM;
+	a->st.history = json_array();
+	a->st.events = json_array();
+	a->st.health_counts = json_object();
+	return a->st.first_seen && a->st.foreign_notes && a->st.history &&
+			       a->st.events && a->st.health_counts
+		       ? 0
+		       : ERR_NOMEM;
 }
 
 void ctl_status_release(struct ctl_app *a)
@@ -94,6 +104,11 @@ void ctl_status_release(struct ctl_app *a)
 	json_decref(a->st.health_doc);
 	json_decref(a->st.first_seen);
 	json_decref(a->st.foreign_notes);
+	json_decref(a->st.history);
+	json_decref(a->st.events);
+	json_decref(a->st.health_counts);
+	json_decref(a->st.seed_first_seen);
+	free(a->st.diff);
 	pthread_mutex_destroy(&a->st_lock);
 }
 
@@ -106,6 +121,39 @@ static void json_object_key(const json_t *o, struct buf *out)
 		 json_string_value(json_object_get(o, "kind")) ?: "",
 		 json_string_value(json_object_get(o, "namespace")) ?: "",
 		 json_string_value(json_object_get(o, "name")) ?: "");
+}
+
+/* "Deployment.apps ns/web" of a report's JSON object. */
+static void json_object_name(const json_t *o, struct buf *out)
+{
+	const char *g = json_string_value(json_object_get(o, "group"));
+	const char *ns = json_string_value(json_object_get(o, "namespace"));
+
+	buf_reset(out);
+	buf_addf(out, "%s%s%s %s%s%s",
+		 json_string_value(json_object_get(o, "kind")) ?: "",
+		 g && *g ? "." : "", g ? g : "", ns && *ns ? ns : "",
+		 ns && *ns ? "/" : "",
+		 json_string_value(json_object_get(o, "name")) ?: "");
+}
+
+/*
+ * When an App's status said since when a field differs (read back after
+ * a restart), that time (new reference); else NULL.
+ */
+static json_t *seeded_first_seen(struct ctl_app *a, const json_t *o,
+				 const char *path)
+{
+	struct buf key = BUF_INIT;
+	json_t *t;
+
+	if (!a->st.seed_first_seen)
+		return NULL;
+	json_object_name(o, &key);
+	buf_addf(&key, "\t%s", path ? path : "");
+	t = json_object_get(a->st.seed_first_seen, buf_cstr(&key));
+	buf_release(&key);
+	return t ? json_incref(t) : NULL;
 }
 
 /*
@@ -134,6 +182,8 @@ static void stamp_first_seen(struct ctl_app *a, json_t *rj, time_t now)
 			buf_addf(&key, "\t%s", path ? path : "");
 			was = json_object_get(a->st.first_seen,
 					      buf_cstr(&key));
+			if (!was)
+				was = seeded_first_seen(a, o, path);
 			if (!was)
 				was = json_string(t);
 			else
@@ -233,7 +283,7 @@ static void health_event(struct ctl_app *a, const struct app_health *h)
 	bool bad = h->state == HEALTH_DEGRADED || h->state == HEALTH_MISSING ||
 		   h->state == HEALTH_UNKNOWN;
 
-	if (!a->ctl->events || !app)
+	if (!app)
 		return;
 	for (size_t i = 0; i < app->live.len && !uid; i++) {
 		const struct diff_key *k = &app->live.items[i]->key;
@@ -251,15 +301,110 @@ static void health_event(struct ctl_app *a, const struct app_health *h)
 		      "namespace", app->namespace, "uid", uid);
 	if (!o)
 		return;
-	kube_events_emit(a->ctl->events, o, bad ? "Warning" : "Normal",
-			 health_state_name(h->state), "Health",
-			 h->message ? h->message : "");
+	emit(a, o, bad ? "Warning" : "Normal", health_state_name(h->state),
+	     "Health", h->message ? h->message : "");
 	json_decref(o);
 }
 
+/*
+ * An App's status read back after a start (status lock held): since when
+ * its fields and the app differ, and its history, so that a restart
+ * neither resets them nor writes a status that only says it restarted.
+ */
+static void seed_from_status(struct ctl_app *a, const json_t *live)
+{
+	const json_t *f, *since = json_object_get(live, "driftSince");
+	struct buf key = BUF_INIT;
+	size_t i;
+	time_t t;
+
+	a->st.seeded = true;
+	if (!live)
+		return;
+	json_decref(a->st.seed_first_seen);
+	a->st.seed_first_seen = json_object();
+	json_array_foreach(json_object_get(live, "driftedFields"), i, f)
+	{
+		const char *o = json_string_value(json_object_get(f, "object"));
+		const char *p = json_string_value(json_object_get(f, "path"));
+		json_t *seen = json_object_get(f, "firstSeen");
+
+		if (!o || !p || !json_is_string(seen))
+			continue;
+		buf_reset(&key);
+		buf_addf(&key, "%s\t%s", o, p);
+		json_object_set(a->st.seed_first_seen, buf_cstr(&key), seen);
+	}
+	buf_release(&key);
+	if (json_is_string(since) &&
+	    clk_rfc3339_parse(json_string_value(since), &t) == 0)
+		a->st.drift_since = t;
+	if (json_is_array(json_object_get(live, "history"))) {
+		json_decref(a->st.history);
+		a->st.history =
+			json_deep_copy(json_object_get(live, "history"));
+		if (!a->st.history)
+			a->st.history = json_array();
+	}
+	f = json_object_get(live, "lastAppliedRevision");
+	if (json_is_string(f))
+		snprintf(a->st.applied, sizeof(a->st.applied), "%s",
+			 json_string_value(f));
+}
+
+/*
+ * One more history entry (status lock held) for a pass that failed,
+ * wrote, or enforced a new revision; a pass like the one before is not
+ * one (a resync that changed nothing, the same failure again).
+ */
+static void add_history(struct ctl_app *a, const struct app_sync_result *res,
+			const char *error, time_t now)
+{
+	const json_t *last = json_array_get(a->st.history, 0);
+	size_t applied = res ? res->applied : 0, pruned = res ? res->pruned : 0;
+	const char *rev = a->st.revision;
+	struct buf msg = BUF_INIT;
+	char t[32];
+	json_t *e;
+
+	if (error)
+		buf_adds(&msg, error);
+	else
+		buf_addf(&msg, "applied %zu, pruned %zu", applied, pruned);
+	if (!*rev)
+		goto out;
+	if (last && !applied && !pruned &&
+	    !strcmp(json_string_value(json_object_get(last, "revision")) ?: "",
+		    rev) &&
+	    !strcmp(json_string_value(json_object_get(last, "result")) ?: "",
+		    error ? "failure" : "success") &&
+	    (!error || !strcmp(json_string_value(json_object_get(
+					last, "message")) ?: "",
+			       buf_cstr(&msg))))
+		goto out;
+	if (!last && !error && !applied && !pruned && !a->st.sum.objects)
+		goto out;
+	clk_rfc3339_format(now, t);
+	if (msg.len > 512)
+		buf_truncate(&msg, 512);
+	e = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "revision", rev,
+		      "time", t, "result", error ? "failure" : "success",
+		      "message", buf_cstr(&msg), "applied",
+		      (json_int_t)applied, "pruned", (json_int_t)pruned);
+	if (e && json_array_insert_new(a->st.history, 0, e) == 0)
+		while (json_array_size(a->st.history) > HISTORY_MAX)
+			json_array_remove(a->st.history, HISTORY_MAX);
+out:
+	buf_release(&msg);
+}
+
+/* The largest text diff kept for the status API and the browser view. */
+#define DIFF_TEXT_MAX (256u << 10)
+
 void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     const struct diff_report *report,
-		     const struct app_health *health, bool healed,
+		     const struct app_health *health,
+		     const struct app_sync_result *res, bool healed,
 		     const char *error, const char *source_error,
 		     double seconds)
 {
@@ -271,8 +416,20 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	json_t *rj = report ? diff_report_to_json(report) : NULL;
 	time_t now = time(NULL);
 	bool health_changed = false, health_was_known;
+	json_t *live = NULL;
+	struct buf text = BUF_INIT;
 
+	if (a->spec->object_ns && !a->st.seeded)
+		live = ctl_objects_live_status(c, a->spec->object_ns,
+					       a->spec->name);
+	if (report && diff_report_to_text(report, false, &text) == 0 &&
+	    text.len > DIFF_TEXT_MAX) {
+		buf_truncate(&text, DIFF_TEXT_MAX);
+		buf_adds(&text, "\n... (cut: the diff is longer)\n");
+	}
 	pthread_mutex_lock(&a->st_lock);
+	if (a->spec->object_ns && !a->st.seeded)
+		seed_from_status(a, live);
 	health_was_known = a->st.health_known;
 	a->st.ran = true;
 	a->st.last_sync = now;
@@ -286,10 +443,17 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		diff_report_summary(report, &a->st.sum);
 		drop_in_sync(rj);
 		stamp_first_seen(a, rj, now);
+		json_decref(a->st.seed_first_seen);
+		a->st.seed_first_seen = NULL;
 		json_decref(a->st.report);
 		a->st.report = rj;
 		rj = NULL;
+		free(a->st.diff);
+		a->st.diff = text.len ? buf_detach(&text, NULL) : NULL;
 	}
+	if (!error)
+		memcpy(a->st.applied, a->commit, sizeof(a->st.applied));
+	add_history(a, res, error, now);
 	/*
 	 * The state after the pass: drift it healed is gone, drift it only
 	 * reported (selfHeal off, policy report) stays.
@@ -313,6 +477,16 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		a->st.health = health->state;
 		json_decref(a->st.health_doc);
 		a->st.health_doc = app_health_json(health, true);
+		json_object_clear(a->st.health_counts);
+		for (size_t i = 0; i < health->n; i++) {
+			const char *k =
+				health_state_name(health->objects[i].health.state);
+			json_int_t n = json_integer_value(
+				json_object_get(a->st.health_counts, k));
+
+			json_object_set_new(a->st.health_counts, k,
+					    json_integer(n + 1));
+		}
 	}
 	if (c->metrics) {
 		app_gauges(c, a);
@@ -328,6 +502,10 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	}
 	pthread_mutex_unlock(&a->st_lock);
 	json_decref(rj);
+	json_decref(live);
+	buf_release(&text);
+	if (a->spec->object_ns)
+		ctl_objects_status(c, a);
 	if (health_changed) {
 		/* A transition: the first health after a start is none. */
 		if (health_was_known)
@@ -461,6 +639,14 @@ json_t *controller_app_json(struct controller *c, const char *name)
 			if (a->st.health_doc)
 				json_object_set(doc, "health",
 						a->st.health_doc);
+			json_object_set_new(doc, "history",
+					    json_deep_copy(a->st.history));
+			json_object_set_new(doc, "events",
+					    json_deep_copy(a->st.events));
+			json_object_set_new(doc, "diff",
+					    a->st.diff
+						    ? json_string(a->st.diff)
+						    : json_null());
 		}
 		pthread_mutex_unlock(&a->st_lock);
 	}
@@ -579,6 +765,40 @@ bool controller_ready(struct controller *c, struct buf *why)
 
 /* --- events ------------------------------------------------------- */
 
+/*
+ * An Event about `regarding` (an object of the app, or its inventory):
+ * kept among the app's recent ones (the status API and the browser view
+ * show them) and, with events on, sent (kube_events_emit() rate-limits).
+ */
+static void emit(struct ctl_app *a, const json_t *regarding_obj,
+		 const char *type, const char *reason, const char *action,
+		 const char *note)
+{
+	const json_t *meta = json_object_get(regarding_obj, "metadata");
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	struct buf obj = BUF_INIT;
+	char t[32];
+	json_t *e;
+
+	buf_addf(&obj, "%s %s%s%s",
+		 json_string_value(json_object_get(regarding_obj, "kind")) ?: "",
+		 ns ? ns : "", ns ? "/" : "",
+		 json_string_value(json_object_get(meta, "name")) ?: "");
+	clk_rfc3339_format(time(NULL), t);
+	e = json_pack("{s:s, s:s, s:s, s:s, s:s}", "time", t, "type", type,
+		      "reason", reason, "object", buf_cstr(&obj), "note",
+		      note ? note : "");
+	pthread_mutex_lock(&a->st_lock);
+	if (e && json_array_insert_new(a->st.events, 0, e) == 0)
+		while (json_array_size(a->st.events) > EVENTS_MAX)
+			json_array_remove(a->st.events, EVENTS_MAX);
+	pthread_mutex_unlock(&a->st_lock);
+	buf_release(&obj);
+	if (a->ctl->events)
+		kube_events_emit(a->ctl->events, regarding_obj, type, reason,
+				 action, note);
+}
+
 /* A reference to a report object for an Event (new reference). */
 static json_t *regarding(struct ctl_app *a, const struct diff_key *key)
 {
@@ -660,13 +880,10 @@ void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
 		json_object_set_new(a->drift_notes, buf_cstr(&name),
 				    json_string(buf_cstr(&note)));
 	}
-	if (a->ctl->events) {
-		buf_reset(&name);
-		buf_addf(&name, "drift corrected at revision %.12s: %s",
-			 a->commit, buf_cstr(&note));
-		kube_events_emit(a->ctl->events, stored, "Normal", "DriftCorrected",
-			    "Sync", buf_cstr(&name));
-	}
+	buf_reset(&name);
+	buf_addf(&name, "drift corrected at revision %.12s: %s", a->commit,
+		 buf_cstr(&note));
+	emit(a, stored, "Normal", "DriftCorrected", "Sync", buf_cstr(&name));
 out:
 	buf_release(&name);
 	buf_release(&note);
@@ -677,9 +894,9 @@ void ctl_event_failed(struct ctl_app *a, const struct diff_key *key,
 {
 	json_t *o;
 
-	if (!a->ctl->events || !(o = regarding(a, key)))
+	if (!(o = regarding(a, key)))
 		return;
-	kube_events_emit(a->ctl->events, o, "Warning", "SyncFailed", "Sync", why);
+	emit(a, o, "Warning", "SyncFailed", "Sync", why);
 	json_decref(o);
 }
 
@@ -687,11 +904,9 @@ void ctl_event_pruned(struct ctl_app *a, const json_t *live)
 {
 	char note[128];
 
-	if (!a->ctl->events)
-		return;
 	snprintf(note, sizeof(note),
 		 "pruned: no longer in the source of app %s", a->spec->name);
-	kube_events_emit(a->ctl->events, live, "Normal", "Pruned", "Prune", note);
+	emit(a, live, "Normal", "Pruned", "Prune", note);
 }
 
 void ctl_event_fight(struct ctl_app *a, const struct diff_key *key,
@@ -707,14 +922,13 @@ void ctl_event_fight(struct ctl_app *a, const struct diff_key *key,
 		metrics_counter_add(a->ctl->metrics,
 				    "syncd_field_fights_total", labels, 1);
 	}
-	if (!a->ctl->events || !(o = regarding(a, key)))
+	if (!(o = regarding(a, key)))
 		return;
 	buf_addf(&note,
 		 "%s is changed back by %s each time %s writes it: no longer "
 		 "written until the fight ends",
 		 path, other, a->ctl->cfg->field_manager);
-	kube_events_emit(a->ctl->events, o, "Warning", "FieldFight", "Sync",
-		    buf_cstr(&note));
+	emit(a, o, "Warning", "FieldFight", "Sync", buf_cstr(&note));
 	json_decref(o);
 	buf_release(&note);
 }
@@ -724,10 +938,8 @@ void ctl_event_foreign(struct ctl_app *a, const struct diff_report *report)
 	struct buf key = BUF_INIT, note = BUF_INIT;
 	json_t *notes = json_object();
 
-	if (!a->ctl->events || !notes) {
-		json_decref(notes);
+	if (!notes)
 		return;
-	}
 	for (size_t i = 0; i < report->len; i++) {
 		const struct diff_object_report *r = &report->objects[i];
 		const char *was;
@@ -751,8 +963,7 @@ void ctl_event_foreign(struct ctl_app *a, const struct diff_report *report)
 		buf_reset(&key);
 		buf_addf(&key, "fields owned by other controllers left alone: %s",
 			 buf_cstr(&note));
-		kube_events_emit(a->ctl->events, o, "Normal", "ForeignFields",
-			    "Sync", buf_cstr(&key));
+		emit(a, o, "Normal", "ForeignFields", "Sync", buf_cstr(&key));
 		json_decref(o);
 	}
 	json_decref(a->st.foreign_notes);

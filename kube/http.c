@@ -56,6 +56,7 @@ struct kube_client {
 	unsigned max_retries;
 	size_t max_response;
 	char *user_agent;
+	char *impersonate; /* "Impersonate-User: ..." or NULL */
 
 	/* Request URLs: base + path; with tls-server-name, see url_setup. */
 	char *base;	   /* scheme://authority[/prefix] to prepend */
@@ -283,6 +284,8 @@ out:
 	return error;
 }
 
+static bool memchr_ctl(const char *p, size_t n);
+
 int kube_client_new(struct kube_client **out, struct kube_config *cfg,
 		    const struct kube_client_options *opts, struct err *err)
 {
@@ -331,6 +334,21 @@ int kube_client_new(struct kube_client **out, struct kube_config *cfg,
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	if (opts->impersonate_user &&
+	    memchr_ctl(opts->impersonate_user,
+		       strlen(opts->impersonate_user))) {
+		error = err_set(err, ERR_INVALID,
+				"the user to impersonate contains control "
+				"characters");
+		goto out;
+	}
+	if (opts->impersonate_user &&
+	    asprintf(&c->impersonate, "Impersonate-User: %s",
+		     opts->impersonate_user) < 0) {
+		c->impersonate = NULL;
+		error = err_set(err, ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	if ((error = url_setup(c, err)) < 0)
 		goto out;
 	c->share = curl_share_init();
@@ -372,6 +390,7 @@ void kube_client_free(struct kube_client *c)
 	pthread_mutex_destroy(&c->pool_lock);
 	pthread_mutex_destroy(&c->rate_lock);
 	free(c->user_agent);
+	free(c->impersonate);
 	free(c->base);
 	free(c->connect_to);
 	free(c->host_header);
@@ -627,6 +646,8 @@ static int setup(struct kube_client *c, CURL *h, const char *method,
 	}
 	if (l && nl && c->host_header)
 		nl = curl_slist_append(l, c->host_header);
+	if (l && nl && c->impersonate)
+		nl = curl_slist_append(l, c->impersonate);
 	if (l && nl && cr->token.len &&
 	    memchr_ctl(cr->token.ptr, cr->token.len)) {
 		/* A header break in a token would inject headers. */

@@ -131,6 +131,14 @@ struct kube_client_options {
 	size_t max_response;	 /* bytes; 0: default 256 MiB */
 	const char *user_agent;	 /* NULL: "syncd/<version>" */
 	/*
+	 * Act as this user (an Impersonate-User header on every request,
+	 * e.g. "system:serviceaccount:NS:NAME": the API server then adds
+	 * the service account's groups and authorizes as it). The client's
+	 * own credentials need the `impersonate` verb on it. NULL: none.
+	 * A name with control characters is ERR_INVALID.
+	 */
+	const char *impersonate_user;
+	/*
 	 * Called once per HTTP attempt (as client-go's
 	 * rest_client_requests_total counts: a retried request calls it
 	 * for every try), from the requesting thread, with the verb as
