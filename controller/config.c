@@ -699,6 +699,19 @@ static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 	}
 	required(w, obj, "repo");
 	spec_str(w, a, obj, "repo", &g->url);
+	/* Not syncd's own repositories and folders. */
+	if (w->object && g->url && strncmp(g->url, "https://", 8) &&
+	    strncmp(g->url, "http://", 7) && strncmp(g->url, "ssh://", 6) &&
+	    !(strchr(g->url, '@') && strchr(g->url, ':') &&
+	      !strstr(g->url, "://"))) {
+		struct mark mr = push_key(w, "repo");
+
+		problem(w,
+			"\"%s\": an App reads https://, http://, ssh:// or "
+			"user@host:path repositories only",
+			g->url);
+		pop(w, mr);
+	}
 	spec_str(w, a, obj, "revision", &g->revision);
 	spec_str(w, a, obj, "path", &g->subpath);
 	get_duration(w, obj, "interval", &a->interval_ms, 1000);

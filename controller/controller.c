@@ -120,6 +120,7 @@ static void free_app(struct ctl_app *a)
 	free(a->id);
 	kube_discovery_free(a->disc);
 	kube_client_free(a->client);
+	ctl_objects_credentials_release(a);
 	free(a);
 }
 
@@ -206,6 +207,8 @@ static int new_app(struct ctl_app **out, struct controller *c,
 		return err_set(err, ERR_NOMEM, "out of memory");
 	a->ctl = c;
 	a->objects = (struct diff_objset)DIFF_OBJSET_INIT;
+	for (size_t i = 0; i < CTL_CRED_MAX; i++)
+		a->cred_fd[i] = -1;
 	if (ctl_status_init(a) < 0) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto fail;
@@ -244,8 +247,11 @@ static int open_source(struct controller *c, struct ctl_app *a,
 		       struct err *err)
 {
 	struct source_git_options o = a->spec->git;
+	int error;
 
 	o.cache_dir = c->cfg->cache_dir;
+	if ((error = ctl_objects_credentials(c, a, &o, err)) < 0)
+		return error;
 	return source_git_open(&a->gs, &o, err);
 }
 
@@ -404,6 +410,11 @@ failed:
 	diff_objset_release(&fresh);
 	free(dir);
 	buf_release(&file);
+	/* Credentials from a Secret are read again when the source opens. */
+	if (a->spec->secret_ref && a->gs) {
+		source_git_free(a->gs);
+		a->gs = NULL;
+	}
 	/* The same schedule as the queue's: 5 s doubling to 5 min, jittered. */
 	a->source_failures++;
 	a->source_retry_ms = now + queue_backoff_ms(a->source_failures,
@@ -760,6 +771,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		json_object_clear(a->written);
 	memset(&app, 0, sizeof(app));
 	a->fail_reason = NULL;
+	ctl_status_seed(c, a);
 	if (!deps_ready(c, a, &why)) {
 		/* Not now: a dependency's health change runs it again. */
 		log_info("waiting for a dependency", "app", ca->name,
@@ -870,6 +882,13 @@ static int pass(struct controller *c, struct ctl_app *a)
 	so.applied_ctx = a;
 	so.health_rules = c->cfg->health; /* waves: never wait in a pass */
 	a->drift_notes = json_object();
+	if (ca->object_ns && diff_report_has_drift(report)) {
+		/* The App shows the drift before it is healed. */
+		struct diff_summary sum;
+
+		diff_report_summary(report, &sum);
+		ctl_objects_status(c, a, &sum);
+	}
 	if (app_sync(&app, report, &desired, &so, &res, &err) < 0)
 		goto fail;
 	log_writes(ca->name, a->commit, &res, a->drift_notes);

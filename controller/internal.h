@@ -66,6 +66,9 @@ struct ctl_status {
 #define HISTORY_MAX 10
 #define EVENTS_MAX 20
 
+/* Credentials an App's secretRef may hold (objects.c). */
+#define CTL_CRED_MAX 5
+
 /* One app's state between passes; only its own pass touches it. */
 struct ctl_app {
 	const struct app_spec *spec; /* the config's */
@@ -117,6 +120,13 @@ struct ctl_app {
 	 * the pass, read by ctl_objects_status() on the same thread.
 	 */
 	const char *fail_reason;
+	/*
+	 * An App's secretRef: each credential in a memfd the source reads
+	 * as /proc/self/fd/N (never on disk); -1: none.
+	 */
+	int cred_fd[CTL_CRED_MAX];
+	char cred_path[CTL_CRED_MAX][32];
+	char *cred_user;
 };
 
 struct controller {
@@ -161,14 +171,25 @@ int ctl_switch(struct controller *c, const struct config *cfg,
  * to the file's apps plus theirs; invalid ones get a Stalled status.
  * ctl_objects_specs() are the running App apps (borrowed; call with
  * switch_lock held). ctl_objects_status() writes an App's status after a
- * pass when it changed.
+ * pass when it changed; with `healing` (the summary of the drift a pass
+ * is about to heal) before its writes: Synced False, Reconciling True.
  */
 int ctl_objects_start(struct controller *c, struct err *err);
 void ctl_objects_stop(struct controller *c);
 void ctl_objects_free(struct controller *c);
+/*
+ * The Git credentials of an App's source.secretRef into o->auth (a Secret
+ * of its namespace, read as syncd: username, password, bearerToken,
+ * identity, known_hosts, ca.crt), kept in memory only. ERR_NOTFOUND
+ * naming the Secret when it is missing.
+ */
+int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
+			    struct source_git_options *o, struct err *err);
+void ctl_objects_credentials_release(struct ctl_app *a);
 size_t ctl_objects_specs(struct controller *c,
 			 const struct app_spec *const **specs);
-void ctl_objects_status(struct controller *c, struct ctl_app *a);
+void ctl_objects_status(struct controller *c, struct ctl_app *a,
+			const struct diff_summary *healing);
 /* The App's status as the cluster has it (new reference), or NULL. */
 json_t *ctl_objects_live_status(struct controller *c, const char *ns,
 				const char *name);
@@ -186,6 +207,11 @@ void ctl_metrics_declare(struct metrics *m);
  * The end of a pass: `report` (NULL when the pass failed before one),
  * whether it acted on drift, its error (NULL: success) and duration.
  */
+/*
+ * An App's first pass after a start: what its status says (since when
+ * fields and the app differ, history) is read back, once.
+ */
+void ctl_status_seed(struct controller *c, struct ctl_app *a);
 /* A pass that did not run: it waits for a dependency (`why`). */
 void ctl_status_waiting(struct ctl_app *a, const char *why);
 void ctl_status_pass(struct controller *c, struct ctl_app *a,

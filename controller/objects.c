@@ -17,14 +17,19 @@
  * neither does a restart (first-seen times, drift start and history are
  * read back from the status, status.c).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
 #include "controller/controller.h"
 #include "controller/internal.h"
 #include "kube/kube.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -336,10 +341,11 @@ static void add_fields(json_t *status, const json_t *report)
  * The App's status from what the last pass recorded (status lock held),
  * `live` the status the cluster has (for the conditions' times).
  */
-static json_t *status_of(struct ctl_app *a, const json_t *live)
+static json_t *status_of(struct ctl_app *a, const json_t *live,
+			 const struct diff_summary *healing)
 {
 	const struct ctl_status *st = &a->st;
-	const struct diff_summary *s = &st->sum;
+	const struct diff_summary *s = healing ? healing : &st->sum;
 	long long gen = a->spec->object_generation;
 	const char *health = st->health_known ? health_state_name(st->health)
 					      : "Unknown";
@@ -352,7 +358,14 @@ static json_t *status_of(struct ctl_app *a, const json_t *live)
 	json_t *status, *conds = json_array();
 	char t[32];
 
-	if (!strcmp(st->state, "InSync")) {
+	if (healing) {
+		synced = "False";
+		sreason = "Drifted";
+		buf_addf(&smsg,
+			 "%zu drifted, %zu missing, %zu orphan of %zu objects: "
+			 "healing",
+			 s->drifted, s->missing, s->orphan, s->objects);
+	} else if (!strcmp(st->state, "InSync")) {
 		synced = "True";
 		sreason = "InSync";
 		buf_addf(&smsg, "%zu objects in sync", s->objects);
@@ -373,7 +386,7 @@ static json_t *status_of(struct ctl_app *a, const json_t *live)
 	hstatus = !st->health_known ? "Unknown"
 		  : st->health == HEALTH_HEALTHY ? "True"
 						 : "False";
-	if (st->error) {
+	if (st->error && !healing) {
 		rstatus = "False";
 		rreason = stall_reason;
 		buf_adds(&rmsg, st->error);
@@ -393,20 +406,26 @@ static json_t *status_of(struct ctl_app *a, const json_t *live)
 	}
 	add_condition(conds, live, "Ready", rstatus, rreason, buf_cstr(&rmsg),
 		      gen);
-	add_condition(conds, live, "Reconciling",
-		      st->health_known && st->health == HEALTH_PROGRESSING
-			      ? "True"
-			      : "False",
-		      st->health_known && st->health == HEALTH_PROGRESSING
-			      ? "Progressing"
-			      : "Succeeded",
-		      st->health_known && st->health == HEALTH_PROGRESSING
-			      ? hmsg
-			      : "",
-		      gen);
-	add_condition(conds, live, "Stalled", st->error ? "True" : "False",
-		      st->error ? stall_reason : "Succeeded",
-		      st->error ? st->error : "", gen);
+	if (healing)
+		add_condition(conds, live, "Reconciling", "True", "Healing",
+			      buf_cstr(&smsg), gen);
+	else
+		add_condition(
+			conds, live, "Reconciling",
+			st->health_known && st->health == HEALTH_PROGRESSING
+				? "True"
+				: "False",
+			st->health_known && st->health == HEALTH_PROGRESSING
+				? "Progressing"
+				: "Succeeded",
+			st->health_known && st->health == HEALTH_PROGRESSING
+				? hmsg
+				: "",
+			gen);
+	add_condition(conds, live, "Stalled",
+		      st->error && !healing ? "True" : "False",
+		      st->error && !healing ? stall_reason : "Succeeded",
+		      st->error && !healing ? st->error : "", gen);
 	add_condition(conds, live, "Synced", synced, sreason, buf_cstr(&smsg),
 		      gen);
 	add_condition(conds, live, "Healthy", hstatus, health, hmsg ? hmsg : "",
@@ -521,7 +540,8 @@ static void put_status(struct ctl_objects *o, const char *ns,
 	err_release(&err);
 }
 
-void ctl_objects_status(struct controller *c, struct ctl_app *a)
+void ctl_objects_status(struct controller *c, struct ctl_app *a,
+			const struct diff_summary *healing)
 {
 	const char *ns = a->spec->object_ns, *name = a->spec->name;
 	json_t *live, *status;
@@ -530,7 +550,7 @@ void ctl_objects_status(struct controller *c, struct ctl_app *a)
 		return;
 	live = ctl_objects_live_status(c, ns, name);
 	pthread_mutex_lock(&a->st_lock);
-	status = status_of(a, live);
+	status = status_of(a, live, healing);
 	pthread_mutex_unlock(&a->st_lock);
 	put_status(c->objects, ns, name, status, live);
 	json_decref(status);
@@ -820,4 +840,109 @@ size_t ctl_objects_specs(struct controller *c,
 
 	*specs = o ? (const struct app_spec *const *)o->specs : NULL;
 	return o ? o->nspecs : 0;
+}
+
+/* --- credentials ------------------------------------------------------ */
+
+void ctl_objects_credentials_release(struct ctl_app *a)
+{
+	for (size_t i = 0; i < CTL_CRED_MAX; i++) {
+		if (a->cred_fd[i] > 0)
+			close(a->cred_fd[i]);
+		a->cred_fd[i] = -1;
+		a->cred_path[i][0] = '\0';
+	}
+	if (a->cred_user)
+		explicit_bzero(a->cred_user, strlen(a->cred_user));
+	free(a->cred_user);
+	a->cred_user = NULL;
+}
+
+/* One decoded value in a memfd; its /proc/self/fd path into a. */
+static int cred_memfd(struct ctl_app *a, size_t i, const char *key,
+		      const struct buf *value, const char **field,
+		      struct err *err)
+{
+	int fd = memfd_create(key, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return err_set(err, ERR_IO, "memfd_create: %s",
+			       err_errno_str(errno));
+	if (write(fd, value->ptr, value->len) != (ssize_t)value->len) {
+		close(fd);
+		return err_set(err, ERR_IO, "memfd: %s", err_errno_str(errno));
+	}
+	a->cred_fd[i] = fd;
+	snprintf(a->cred_path[i], sizeof(a->cred_path[i]), "/proc/self/fd/%d",
+		 fd);
+	*field = a->cred_path[i];
+	return 0;
+}
+
+int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
+			    struct source_git_options *o, struct err *err)
+{
+	static const char *const keys[CTL_CRED_MAX] = {
+		"password", "bearerToken", "identity", "known_hosts", "ca.crt",
+	};
+	const char **fields[CTL_CRED_MAX] = {
+		&o->auth.password_file, &o->auth.token_file,
+		&o->auth.ssh_key_file,	&o->auth.known_hosts_file,
+		&o->auth.ca_file,
+	};
+	const struct app_spec *sp = a->spec;
+	const struct kube_resource *res = NULL;
+	struct buf value = BUF_INIT;
+	json_t *secret = NULL, *data;
+	const char *v;
+	int error;
+
+	ctl_objects_credentials_release(a);
+	if (!sp->secret_ref || !sp->object_ns)
+		return 0;
+	if ((error = kube_discovery_find(c->conn.disc, "", "v1", "Secret",
+					 &res, err)) < 0)
+		return error;
+	if ((error = kube_get(c->conn.client, res, sp->object_ns,
+			      sp->secret_ref, &secret, err)) < 0) {
+		err_reset(err);
+		return err_set(err, error,
+			       "source.secretRef: Secret %s/%s: %s",
+			       sp->object_ns, sp->secret_ref,
+			       error == ERR_NOTFOUND ? "not found"
+						     : "cannot be read");
+	}
+	data = json_object_get(secret, "data");
+	for (size_t i = 0; i < CTL_CRED_MAX + 1 && !error; i++) {
+		const char *key = i < CTL_CRED_MAX ? keys[i] : "username";
+
+		if (!(v = json_string_value(json_object_get(data, key))))
+			continue;
+		buf_reset(&value);
+		if (base64_decode(&value, v, strlen(v), 0) < 0) {
+			error = err_set(err, ERR_INVALID,
+					"source.secretRef: Secret %s/%s: %s "
+					"is not base64",
+					sp->object_ns, sp->secret_ref, key);
+			break;
+		}
+		if (i < CTL_CRED_MAX) {
+			error = cred_memfd(a, i, key, &value, fields[i], err);
+			continue;
+		}
+		/* The user name, as the file option would give it. */
+		while (value.len && (value.ptr[value.len - 1] == '\n' ||
+				     value.ptr[value.len - 1] == '\r'))
+			buf_truncate(&value, value.len - 1);
+		if (!(a->cred_user = strdup(buf_cstr(&value))))
+			error = err_set(err, ERR_NOMEM, "out of memory");
+		o->auth.username = a->cred_user;
+	}
+	if (value.ptr)
+		explicit_bzero(value.ptr, value.len);
+	buf_release(&value);
+	json_decref(secret);
+	if (error < 0)
+		ctl_objects_credentials_release(a);
+	return error;
 }

@@ -352,6 +352,19 @@ static void seed_from_status(struct ctl_app *a, const json_t *live)
 			 json_string_value(f));
 }
 
+void ctl_status_seed(struct controller *c, struct ctl_app *a)
+{
+	json_t *live;
+
+	if (!a->spec->object_ns || a->st.seeded)
+		return;
+	live = ctl_objects_live_status(c, a->spec->object_ns, a->spec->name);
+	pthread_mutex_lock(&a->st_lock);
+	seed_from_status(a, live);
+	pthread_mutex_unlock(&a->st_lock);
+	json_decref(live);
+}
+
 /*
  * One more history entry (status lock held) for a pass that failed,
  * wrote, or enforced a new revision; a pass like the one before is not
@@ -416,20 +429,15 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	json_t *rj = report ? diff_report_to_json(report) : NULL;
 	time_t now = time(NULL);
 	bool health_changed = false, health_was_known;
-	json_t *live = NULL;
 	struct buf text = BUF_INIT;
 
-	if (a->spec->object_ns && !a->st.seeded)
-		live = ctl_objects_live_status(c, a->spec->object_ns,
-					       a->spec->name);
+	ctl_status_seed(c, a);
 	if (report && diff_report_to_text(report, false, &text) == 0 &&
 	    text.len > DIFF_TEXT_MAX) {
 		buf_truncate(&text, DIFF_TEXT_MAX);
 		buf_adds(&text, "\n... (cut: the diff is longer)\n");
 	}
 	pthread_mutex_lock(&a->st_lock);
-	if (a->spec->object_ns && !a->st.seeded)
-		seed_from_status(a, live);
 	health_was_known = a->st.health_known;
 	a->st.ran = true;
 	a->st.last_sync = now;
@@ -502,10 +510,9 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	}
 	pthread_mutex_unlock(&a->st_lock);
 	json_decref(rj);
-	json_decref(live);
 	buf_release(&text);
 	if (a->spec->object_ns)
-		ctl_objects_status(c, a);
+		ctl_objects_status(c, a, NULL);
 	if (health_changed) {
 		/* A transition: the first health after a start is none. */
 		if (health_was_known)

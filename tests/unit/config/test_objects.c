@@ -84,8 +84,8 @@ Test(objects, generation_and_namespace_are_part_of_the_app)
 {
 	struct app_spec a, b;
 	struct err err = ERR_INIT;
-	json_t *o1 = app_object("{\"source\": {\"repo\": \"/r\"}}");
-	json_t *o2 = app_object("{\"source\": {\"repo\": \"/r\"}}");
+	json_t *o1 = app_object("{\"source\": {\"repo\": \"https://g.example/r\"}}");
+	json_t *o2 = app_object("{\"source\": {\"repo\": \"https://g.example/r\"}}");
 
 	json_object_set_new(json_object_get(o2, "metadata"), "generation",
 			    json_integer(4));
@@ -106,7 +106,7 @@ Test(objects, generation_and_namespace_are_part_of_the_app)
 Test(objects, local_files_variables_and_programs_refused)
 {
 	char *msg = refused(
-		"{\"source\": {\"repo\": \"/r\", \"passwordFile\": \"/etc/x\", "
+		"{\"source\": {\"repo\": \"https://g.example/r\", \"passwordFile\": \"/etc/x\", "
 		"\"tokenEnv\": \"T\", \"sshKeyFile\": \"k\"}, "
 		"\"render\": {\"varsFiles\": [\"v\"], \"helm\": {\"bin\": "
 		"\"/bin/sh\"}}}");
@@ -121,12 +121,28 @@ Test(objects, local_files_variables_and_programs_refused)
 		  msg);
 	cr_assert(strstr(msg, "spec.render.helm.bin: not allowed"), "%s", msg);
 	free(msg);
-	msg = refused("{\"source\": {\"repo\": \"/r\"}, \"render\": "
+	msg = refused("{\"source\": {\"repo\": \"https://g.example/r\"}, \"render\": "
 		      "{\"type\": \"exec\", \"plugin\": {\"command\": "
 		      "\"/bin/sh\"}}}");
 	cr_assert(strstr(msg, "spec.render.type: exec is not allowed"), "%s",
 		  msg);
 	cr_assert(strstr(msg, "spec.render.plugin: not allowed"), "%s", msg);
+	free(msg);
+}
+
+Test(objects, local_repositories_refused)
+{
+	char *msg = refused("{\"source\": {\"repo\": \"/var/lib/repo\"}}");
+
+	cr_assert(strstr(msg, "App team-a/web: spec.source.repo: "
+			      "\"/var/lib/repo\": an App reads https://, "
+			      "http://, ssh:// or user@host:path repositories "
+			      "only"),
+		  "%s", msg);
+	free(msg);
+	msg = refused("{\"source\": {\"repo\": \"file:///srv/x.git\"}}");
+	cr_assert(strstr(msg, "spec.source.repo: \"file:///srv/x.git\""), "%s",
+		  msg);
 	free(msg);
 }
 
@@ -144,7 +160,7 @@ Test(objects, bad_specs_name_the_field)
 		  "%s", msg);
 	cr_assert(strstr(msg, "spec.unknown: unknown key"), "%s", msg);
 	free(msg);
-	msg = refused("{\"source\": {\"repo\": \"/r\", \"secretRef\": "
+	msg = refused("{\"source\": {\"repo\": \"https://g.example/r\", \"secretRef\": "
 		      "{\"name\": \"Bad_Name\"}}, \"serviceAccountName\": "
 		      "\"Deployer\"}");
 	cr_assert(strstr(msg, "spec.source.secretRef.name: \"Bad_Name\" is "
