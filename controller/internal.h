@@ -56,7 +56,9 @@ struct ctl_status {
 	json_t *events;
 	char *diff;	      /* the text diff of the last report, or NULL */
 	char applied[SOURCE_GIT_OID_HEXSZ + 1]; /* last pass that succeeded */
+	char attempted[SOURCE_GIT_OID_HEXSZ + 1]; /* last commit polled */
 	json_t *health_counts; /* health status -> desired objects */
+	const char *fail_reason; /* ctl_app's, as of the last pass */
 	/* An App's first-seen times read back from its status (object
 	 * "\t" path -> time), used by the first pass after a start. */
 	json_t *seed_first_seen;
@@ -190,6 +192,12 @@ size_t ctl_objects_specs(struct controller *c,
 			 const struct app_spec *const **specs);
 void ctl_objects_status(struct controller *c, struct ctl_app *a,
 			const struct diff_summary *healing);
+/*
+ * The status an App of `a` would have (conditions, counts, fields,
+ * history; docs/app-crd.md), for every app: the HTTP API shows it for
+ * the apps of the file too. Status lock held. New reference.
+ */
+json_t *ctl_status_doc(struct ctl_app *a);
 /* The App's status as the cluster has it (new reference), or NULL. */
 json_t *ctl_objects_live_status(struct controller *c, const char *ns,
 				const char *name);

@@ -352,8 +352,8 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 	const char *hmsg =
 		json_string_value(json_object_get(st->health_doc, "message"));
 	const char *synced, *sreason, *hstatus, *rstatus, *rreason;
-	const char *stall_reason = a->fail_reason ? a->fail_reason
-						  : "SyncFailed";
+	const char *stall_reason = st->fail_reason ? st->fail_reason
+						   : "SyncFailed";
 	struct buf smsg = BUF_INIT, rmsg = BUF_INIT;
 	json_t *status, *conds = json_array();
 	char t[32];
@@ -448,10 +448,9 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 	if (status && st->applied[0])
 		json_object_set_new(status, "lastAppliedRevision",
 				    json_string(st->applied));
-	if (status && (st->revision[0] || a->seen[0]))
+	if (status && st->attempted[0])
 		json_object_set_new(status, "lastAttemptedRevision",
-				    json_string(a->seen[0] ? a->seen
-							   : st->revision));
+				    json_string(st->attempted));
 	if (status && st->drift_since) {
 		clk_rfc3339_format(st->drift_since, t);
 		json_object_set_new(status, "driftSince", json_string(t));
@@ -461,6 +460,11 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 	buf_release(&smsg);
 	buf_release(&rmsg);
 	return status;
+}
+
+json_t *ctl_status_doc(struct ctl_app *a)
+{
+	return status_of(a, NULL, NULL);
 }
 
 /* Server-side apply of `status` on the App's status subresource. */

@@ -459,6 +459,9 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		free(a->st.diff);
 		a->st.diff = text.len ? buf_detach(&text, NULL) : NULL;
 	}
+	a->st.fail_reason = error ? a->fail_reason : NULL;
+	memcpy(a->st.attempted, a->seen[0] ? a->seen : a->commit,
+	       sizeof(a->st.attempted));
 	if (!error)
 		memcpy(a->st.applied, a->commit, sizeof(a->st.applied));
 	add_history(a, res, error, now);
@@ -650,6 +653,14 @@ json_t *controller_app_json(struct controller *c, const char *name)
 					    json_deep_copy(a->st.history));
 			json_object_set_new(doc, "events",
 					    json_deep_copy(a->st.events));
+			json_object_set_new(doc, "status", ctl_status_doc(a));
+			if (a->spec->object_ns)
+				json_object_set_new(
+					doc, "object",
+					json_pack("{s:s, s:s, s:s}", "kind",
+						  "App", "namespace",
+						  a->spec->object_ns, "name",
+						  a->spec->name));
 			json_object_set_new(doc, "diff",
 					    a->st.diff
 						    ? json_string(a->st.diff)
