@@ -104,7 +104,7 @@ api GET "$APPS/web"
 expect_eq "$(printf '%s' "$body" | jq -r '[.status.observedGeneration == .metadata.generation, .status.lastAppliedRevision, .status.summary.drifted, .status.health.status] | map(tostring) | join(" ")')" \
 	"true $c1 0 Healthy" "status: observedGeneration, lastAppliedRevision, the counts and the health"
 
-n=$(count PATCH apps)
+n=$(count patch apps.syncd.io)
 if [ "$n" -ge 1 ]; then
 	ok "the status was written ($n PATCH of apps so far)"
 else
@@ -113,7 +113,7 @@ fi
 sleep 2.5
 reset_stats
 sleep 5 # two resyncs at least
-expect_eq "$(count PATCH apps) $(count PUT apps)" "0 0" \
+expect_eq "$(count patch apps.syncd.io) $(count update apps.syncd.io)" "0 0" \
 	"resyncs that change nothing write no App status"
 
 api POST "$APPS" application/json "$(app_json local web /srv/repo.git)"

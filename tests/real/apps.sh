@@ -240,6 +240,12 @@ kill "$watch_pid" 2>/dev/null
 wait "$watch_pid" 2>/dev/null
 
 # === 3. nothing changed, nothing written ====================================
+n=$(k8s_audit_count syncd patch apps)
+if [ "$n" -ge 2 ]; then
+	ok "the App's status is written by server-side apply ($n PATCHes so far)"
+else
+	not_ok "the App's status is written by server-side apply: $n PATCHes"
+fi
 sleep 4 # the re-read after the heal
 k8s_audit_mark
 sleep 10 # three resyncs at least
