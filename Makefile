@@ -102,6 +102,11 @@ KUBE_SRC := $(wildcard kube/*.c)
 SOURCE_SRC := $(wildcard source/*.c)
 APP_SRC := $(wildcard app/*.c)
 CONTROLLER_SRC := $(wildcard controller/*.c)
+# The browser view (controller/ui/): its files as C arrays in a generated
+# source of libcontroller, so that syncd reads no file to serve them.
+UI_FILES := $(wildcard controller/ui/*.html controller/ui/*.js \
+	controller/ui/*.css)
+UI_GEN := $(BUILD)/gen/ui_assets.c
 # The program's own code (commands, option groups, status output), an
 # archive too so that its unit tests can link it.
 SYNCD_SRC := $(filter-out syncd/main.c,$(wildcard syncd/*.c))
@@ -166,12 +171,17 @@ $(LIBRENDER): $(call obj,$(RENDER_SRC))
 $(LIBKUBE): $(call obj,$(KUBE_SRC))
 $(LIBSOURCE): $(call obj,$(SOURCE_SRC))
 $(LIBAPP): $(call obj,$(APP_SRC))
-$(LIBCONTROLLER): $(call obj,$(CONTROLLER_SRC))
+$(LIBCONTROLLER): $(call obj,$(CONTROLLER_SRC) $(UI_GEN))
 $(LIBSYNCD): $(call obj,$(SYNCD_SRC))
 $(LIBS_ALL):
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(call say,AR,$@)$(AR) rcs $@ $^
+
+$(UI_GEN): controller/ui/embed.sh $(UI_FILES)
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)sh controller/ui/embed.sh $(UI_FILES) >$@.tmp && \
+		mv $@.tmp $@
 
 $(SYNCD): $(call obj,syncd/main.c) $(LIBS_ALL)
 	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)

@@ -208,8 +208,16 @@ int metrics_render(struct metrics *m, struct buf *out);
  *   GET  /readyz                   200 when handlers->ready says so, else
  *                                  503 with the reason
  *   GET  /metrics                  metrics_render() (text/plain; version=0.0.4)
+ *   GET  /                         the browser view (docs/ui.md): its page,
+ *   GET  /ui/NAME                  script and style, embedded at build time
+ *                                  (controller/ui/), under a strict
+ *                                  Content-Security-Policy; no token; 404
+ *                                  for a file that is not embedded
  *   GET  /api/v1/apps              handlers->apps()
- *   GET  /api/v1/apps/NAME         handlers->app(), 404 for an unknown app
+ *   GET  /api/v1/apps/NAME         handlers->app(), 404 for an unknown app;
+ *                                  both need the bearer token when
+ *                                  api_token_file is set (401 without it,
+ *                                  checked before the name), open when not
  *   POST /api/v1/apps/NAME/sync    bearer token (api_token_file) ->
  *                                  handlers->sync(), 202; 401 wrong or
  *                                  missing token, 403 when no token file is
@@ -255,7 +263,8 @@ struct httpd_handlers {
 struct httpd_options {
 	const char *listen;		/* "[HOST]:PORT"; ":0" picks a port */
 	struct metrics *metrics;	/* NULL: /metrics is 404 */
-	const char *api_token_file;	/* NULL: POST .../sync is 403 */
+	const char *api_token_file;	/* NULL: POST .../sync is 403 and
+					   GET /api/v1/apps... is open */
 	const char *github_secret_file; /* NULL: GitHub events are 401 */
 	const char *gitlab_token_file;	/* NULL: GitLab events are 401 */
 	size_t max_body;		/* 0: 1 MiB */

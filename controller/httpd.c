@@ -6,6 +6,12 @@
  * webhook whose handler takes a lock, never holds up /healthz. A request
  * is routed when its headers arrive; its body is collected (capped) and
  * the answer made once the whole request is in.
+ *
+ * The browser view (GET / and GET /ui/NAME) is served from the files embedded
+ * at build time (controller/ui/assets.h) under a Content-Security-Policy that
+ * lets the page load only its own script and style and talk only to this
+ * server: together with the page building every value as text, a value from the
+ * cluster or Git cannot run as script.
  */
 #include "controller/controller.h"
 
@@ -23,6 +29,7 @@
 
 #include <microhttpd.h>
 
+#include "controller/ui/assets.h"
 #include "util/sha256.h"
 #include "util/file.h"
 
@@ -36,6 +43,10 @@
 #define DRAIN_FACTOR	  4u /* see on_request() */
 #define APPS_PREFIX	  "/api/v1/apps/"
 #define METRICS_TYPE	  "text/plain; version=0.0.4; charset=utf-8"
+#define UI_CSP                                                      \
+	"default-src 'none'; script-src 'self'; style-src 'self'; " \
+	"img-src 'self'; connect-src 'self'; base-uri 'none'; "     \
+	"form-action 'none'; frame-ancestors 'none'"
 
 struct httpd {
 	struct MHD_Daemon *daemon;
@@ -57,12 +68,15 @@ enum route {
 	ROUTE_APP,
 	ROUTE_SYNC,
 	ROUTE_HOOK,
+	ROUTE_UI,
 };
 
 /* Per request: the route and the body collected so far. */
 struct request {
 	enum route route;
 	char *app; /* ROUTE_APP, ROUTE_SYNC: the name */
+	/* ROUTE_UI: the embedded file */
+	const struct httpd_asset *asset;
 	struct buf body;
 	bool too_big;
 	size_t dropped; /* bytes read past the cap */
@@ -141,11 +155,17 @@ static bool secret_equal(const char *a, size_t alen, const char *b, size_t blen)
 	return timingsafe_memcmp(da, db, sizeof(da)) == 0;
 }
 
-static enum route route_of(const char *url, char **app)
+static enum route route_of(const char *url, char **app,
+			   const struct httpd_asset **asset)
 {
 	const char *name, *slash;
 
 	*app = NULL;
+	*asset = NULL;
+	if (!strcmp(url, "/") || !strncmp(url, "/ui/", 4)) {
+		*asset = httpd_asset_find(url);
+		return *asset ? ROUTE_UI : ROUTE_NONE;
+	}
 	if (!strcmp(url, "/healthz"))
 		return ROUTE_HEALTHZ;
 	if (!strcmp(url, "/readyz"))
@@ -226,33 +246,50 @@ static enum MHD_Result unknown_app(struct MHD_Connection *conn,
 	return reply_json(conn, MHD_HTTP_NOT_FOUND, doc);
 }
 
-static enum MHD_Result serve_sync(struct httpd *d, struct MHD_Connection *conn,
-				  const char *name)
+/*
+ * Does the request carry the bearer token of api_token_file (which must
+ * be set)? When it does not, the answer is queued into *ret: 401 with a
+ * Bearer challenge, or 500 when the file cannot be read. The file is
+ * read on every request (rotation), and an empty one opens nothing.
+ */
+static bool bearer_ok(struct httpd *d, struct MHD_Connection *conn,
+		      enum MHD_Result *ret)
 {
 	struct buf token = BUF_INIT;
 	const char *auth;
+	bool ok;
+
+	/* The file name is not secret but is not echoed either. */
+	if (file_read_secret(&token, d->api_token_file, SECRET_MAX, NULL) < 0) {
+		*ret = reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				   "cannot read the API token file");
+		return false;
+	}
+	auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_AUTHORIZATION);
+	ok = token.len && auth && !strncasecmp(auth, "Bearer ", 7) &&
+	     secret_equal(auth + 7, strlen(auth + 7), token.ptr, token.len);
+	file_secret_release(&token);
+	if (!ok)
+		*ret = reply_json_auth(conn, MHD_HTTP_UNAUTHORIZED,
+				       json_pack("{s:s}", "error",
+						 "missing or wrong bearer "
+						 "token"),
+				       "Bearer");
+	return ok;
+}
+
+static enum MHD_Result serve_sync(struct httpd *d, struct MHD_Connection *conn,
+				  const char *name)
+{
+	enum MHD_Result ret;
 	int rc;
 
 	if (!d->api_token_file)
 		return reply_error(conn, MHD_HTTP_FORBIDDEN,
 				   "no API token is configured");
-	/* The file name is not secret but is not echoed either. */
-	if (file_read_secret(&token, d->api_token_file, SECRET_MAX, NULL) < 0)
-		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				   "cannot read the API token file");
-	auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-					   MHD_HTTP_HEADER_AUTHORIZATION);
-	/* An empty token file opens nothing. */
-	if (!token.len || !auth || strncasecmp(auth, "Bearer ", 7) ||
-	    !secret_equal(auth + 7, strlen(auth + 7), token.ptr, token.len)) {
-		file_secret_release(&token);
-		return reply_json_auth(conn, MHD_HTTP_UNAUTHORIZED,
-				       json_pack("{s:s}", "error",
-						 "missing or wrong bearer "
-						 "token"),
-				       "Bearer");
-	}
-	file_secret_release(&token);
+	if (!bearer_ok(d, conn, &ret))
+		return ret;
 	rc = d->h.sync ? d->h.sync(name, d->h.ctx) : ERR_NOTFOUND;
 	if (rc == ERR_NOTFOUND)
 		return unknown_app(conn, name);
@@ -386,11 +423,48 @@ static enum MHD_Result serve_hook(struct httpd *d, struct MHD_Connection *conn,
 			  json_pack("{s:i}", "triggered", 0));
 }
 
+/*
+ * One embedded file of the browser view. It holds no data, so it needs no
+ * token; the data comes from /api/v1/apps, which does when one is set.
+ */
+static enum MHD_Result serve_ui(struct MHD_Connection *conn,
+				const struct httpd_asset *a)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	const char *match;
+	bool same;
+
+	match = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					    MHD_HTTP_HEADER_IF_NONE_MATCH);
+	same = match && !strcmp(match, a->etag);
+	r = MHD_create_response_from_buffer(same ? 0 : a->len, (void *)a->data,
+					    MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", a->type);
+	MHD_add_response_header(r, "Content-Security-Policy", UI_CSP);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	/* Revalidated on each load: a new syncd serves its new page. */
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	MHD_add_response_header(r, "ETag", a->etag);
+	ret = MHD_queue_response(conn,
+				 same ? MHD_HTTP_NOT_MODIFIED : MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result serve(struct httpd *d, struct MHD_Connection *conn,
 			     struct request *req)
 {
+	enum MHD_Result ret;
 	json_t *doc;
 
+	/* With a token configured, the apps' documents need it too. */
+	if ((req->route == ROUTE_APPS || req->route == ROUTE_APP) &&
+	    d->api_token_file && !bearer_ok(d, conn, &ret))
+		return ret;
 	switch (req->route) {
 	case ROUTE_HEALTHZ:
 		return reply_text(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3);
@@ -413,6 +487,8 @@ static enum MHD_Result serve(struct httpd *d, struct MHD_Connection *conn,
 		return serve_sync(d, conn, req->app);
 	case ROUTE_HOOK:
 		return serve_hook(d, conn, &req->body);
+	case ROUTE_UI:
+		return serve_ui(conn, req->asset);
 	case ROUTE_NONE:
 		break;
 	}
@@ -437,7 +513,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			return MHD_NO;
 		*con_cls = req;
 		buf_init(&req->body, d->max_body);
-		req->route = route_of(url, &req->app);
+		req->route = route_of(url, &req->app, &req->asset);
 		if (req->route == ROUTE_NONE)
 			return reply_error(conn, MHD_HTTP_NOT_FOUND,
 					   "not found");

@@ -118,10 +118,14 @@ wait_for 20 port_known || fail "syncd run did not start"
 port=$(sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$tmp/syncd.log" | head -1)
 ep="http://127.0.0.1:$port"
 seen "syncd serves /api/v1/apps, /metrics, /healthz on $ep"
-app_doc() { curl -sS --max-time 5 "$ep/api/v1/apps/guestbook"; }
+# api.tokenFile is set: the apps' documents need the token too.
+app_doc() {
+	curl -sS --max-time 5 -H "Authorization: Bearer $(cat "$tmp/api-token")" \
+		"$ep/api/v1/apps/guestbook"
+}
 status() {
 	say "\$ syncd status${*:+ $*}"
-	"$SYNCD" status --addr "$ep" "$@" | sed 's/^/      /'
+	"$SYNCD" status --addr "$ep" --token-file "$tmp/api-token" "$@" | sed 's/^/      /'
 }
 
 # --- 1. converged -------------------------------------------------------------

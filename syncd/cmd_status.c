@@ -7,7 +7,9 @@
  * Status bodies, up to 5 retries with backoff on a refused connection),
  * while this command must answer at once, with the cause, when nothing
  * listens. The endpoint is plain HTTP by design: only http:// is allowed,
- * and no proxy is used (it is a local or in-cluster address).
+ * and no proxy is used (it is a local or in-cluster address). When the
+ * controller has api.tokenFile, its app documents need that bearer token:
+ * --token-file gives it (read once, never echoed).
  */
 #include <curl/curl.h>
 #include <getopt.h>
@@ -19,13 +21,16 @@
 
 #include "syncd/cli.h"
 #include "syncd/status_fmt.h"
+#include "util/file.h"
 
 #include "util/banned.h" /* last */
 
 #define DEFAULT_ADDR "http://127.0.0.1:8080"
+#define TOKEN_MAX    4096u /* as the server's api.tokenFile */
 
 static const char usage[] =
-	"usage: syncd status [APP] [--addr URL] [-o text|json] [--no-color]\n"
+	"usage: syncd status [APP] [--addr URL] [--token-file FILE]\n"
+	"                    [-o text|json] [--no-color]\n"
 	"\n"
 	"Show what a running `syncd run` reports: every app's state,\n"
 	"revision, drifted fields and last sync, or for one APP its drift\n"
@@ -34,6 +39,9 @@ static const char usage[] =
 	"      --addr URL             the controller's HTTP endpoint (http://\n"
 	"                             only); default $SYNCD_ADDR, else\n"
 	"                             " DEFAULT_ADDR "\n"
+	"      --token-file FILE      send the bearer token in FILE (the\n"
+	"                             controller's api.tokenFile); default\n"
+	"                             $SYNCD_TOKEN_FILE, else none\n"
 	"  -o, --output text|json     text (default) or the JSON document\n"
 	"      --no-color             no colours (also when $NO_COLOR is set\n"
 	"                             or stdout is not a terminal)\n"
@@ -201,9 +209,10 @@ static int transfer_error(CURL *h, CURLcode rc, const struct sink *sink,
 		       lower_first(curl_easy_strerror(rc), why, sizeof(why)));
 }
 
-int status_http_get(const char *base, const char *path, size_t max_body,
-		    unsigned timeout_ms, struct status_http_response *resp,
-		    struct err *err)
+/* status_http_get() with `token` (NULL: none) as a bearer token. */
+static int http_get(const char *base, const char *path, const char *token,
+		    size_t max_body, unsigned timeout_ms,
+		    struct status_http_response *resp, struct err *err)
 {
 	struct url u;
 	struct buf url = BUF_INIT;
@@ -242,6 +251,10 @@ int status_http_get(const char *base, const char *path, size_t max_body,
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "syncd/" SYNCD_VERSION);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	if (token) {
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+		curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, token);
+	}
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max_body);
@@ -262,6 +275,13 @@ out:
 		curl_easy_cleanup(h);
 	buf_release(&url);
 	return error;
+}
+
+int status_http_get(const char *base, const char *path, size_t max_body,
+		    unsigned timeout_ms, struct status_http_response *resp,
+		    struct err *err)
+{
+	return http_get(base, path, NULL, max_body, timeout_ms, resp, err);
 }
 
 /* Append `s` percent-encoded as one path segment. */
@@ -300,6 +320,7 @@ static int status_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"addr", required_argument, NULL, 'a'},
+		{"token-file", required_argument, NULL, 't'},
 		{"output", required_argument, NULL, 'o'},
 		{"no-color", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
@@ -307,9 +328,10 @@ static int status_main(int argc, char **argv)
 	};
 	struct status_http_response resp = STATUS_HTTP_RESPONSE_INIT;
 	struct status_fmt_options fo = {0};
-	struct buf path = BUF_INIT, out = BUF_INIT;
+	struct buf path = BUF_INIT, out = BUF_INIT, token = BUF_INIT;
 	struct err err = ERR_INIT;
 	const char *addr = getenv("SYNCD_ADDR"), *app = NULL, *nc;
+	const char *token_file = getenv("SYNCD_TOKEN_FILE");
 	bool json = false, no_color = false;
 	json_t *doc = NULL;
 	json_error_t jerr;
@@ -323,6 +345,9 @@ static int status_main(int argc, char **argv)
 		switch (c) {
 		case 'a':
 			addr = optarg;
+			break;
+		case 't':
+			token_file = optarg;
 			break;
 		case 'o':
 			if (!strcmp(optarg, "json"))
@@ -351,11 +376,31 @@ static int status_main(int argc, char **argv)
 				       argv[optind]);
 	if (app && !*app)
 		return cli_usage_error(&cli_status_command, "empty APP");
+	if (token_file && !*token_file)
+		token_file = NULL;
+	if (token_file &&
+	    ((c = file_read_secret(&token, token_file, TOKEN_MAX, &err)) < 0 ||
+	     !token.len)) {
+		struct buf f = BUF_INIT;
+
+		status_fmt_cell(&f, token_file, 200, false, false);
+		if (c < 0)
+			fprintf(stderr, "syncd status: %s\n", err_first(&err));
+		else
+			fprintf(stderr,
+				"syncd status: %s: the token file is "
+				"empty\n",
+				buf_cstr(&f));
+		buf_release(&f);
+		goto out;
+	}
 
 	if (buf_adds(&path, "/api/v1/apps") < 0 ||
 	    (app && (buf_addch(&path, '/') < 0 || add_segment(&path, app) < 0)))
 		goto nomem;
-	if (status_http_get(addr, buf_cstr(&path), 0, 0, &resp, &err) < 0) {
+	if (http_get(addr, buf_cstr(&path),
+		     token_file ? buf_cstr(&token) : NULL, 0, 0, &resp,
+		     &err) < 0) {
 		struct buf a = BUF_INIT;
 
 		status_fmt_cell(&a, addr, 200, false, false);
@@ -375,8 +420,12 @@ static int status_main(int argc, char **argv)
 	}
 	if (resp.code != 200) {
 		error_text(detail, sizeof(detail), &resp.body);
-		fprintf(stderr, "syncd status: GET %s: HTTP %d%s\n",
-			buf_cstr(&path), resp.code, detail);
+		fprintf(stderr, "syncd status: GET %s: HTTP %d%s%s\n",
+			buf_cstr(&path), resp.code, detail,
+			resp.code == 401 && !token_file
+				? " (the controller has a token: give "
+				  "--token-file FILE)"
+				: "");
 		goto out;
 	}
 	doc = json_loadb(buf_cstr(&resp.body), resp.body.len, 0, &jerr);
@@ -407,6 +456,7 @@ nomem:
 out:
 	json_decref(doc);
 	status_http_response_release(&resp);
+	file_secret_release(&token);
 	buf_release(&path);
 	buf_release(&out);
 	err_release(&err);

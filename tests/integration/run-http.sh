@@ -2,13 +2,15 @@
 # The HTTP endpoint, metrics, Events and `syncd status` of `syncd run`,
 # against kube-emu (TLS, token) and a file:// repository made here:
 # /healthz and /readyz; /api/v1/apps and /api/v1/apps/NAME with drift
-# reported (selfHeal off) and first-seen times kept across passes; the
+# reported (selfHeal off) and first-seen times kept across passes, and
+# behind the bearer token of api.tokenFile (401 without it); the
 # HPA's replicas as a foreign field; POST .../sync with and without the
 # bearer token; GitHub and GitLab push webhooks (good and bad signatures:
 # a push with a bad one changes nothing, a good one applies the new commit
 # with the poll at an hour); oversized bodies; unknown apps; /metrics with
 # every family (and `promtool check metrics` when installed); Events in
-# the cluster; `syncd status` for all apps and for one; the apps' health
+# the cluster; `syncd status` for all apps and for one (with
+# --token-file, $SYNCD_TOKEN_FILE, and refused without); the apps' health
 # (kube-emu's rollout stand-in makes the Deployments available) in
 # /api/v1/apps, syncd_app_health, an Event and `syncd status`.
 # Loopback only; every wait is bounded; everything is killed on exit.
@@ -106,13 +108,16 @@ hget() {
 	hcode=$(curl -sS --max-time 10 -o "$tmp/.h" -w '%{http_code}' "$@" "$ep$p")
 	hbody=$(cat "$tmp/.h")
 }
+# aget PATH [CURL ARGS...]: hget with the API token (api.tokenFile is set,
+# so the apps' documents need it).
+aget() { hget "$@" -H "Authorization: Bearer api-token-1"; }
 
 hget /healthz
 expect_eq "$hcode $hbody" "200 ok" "/healthz answers ok"
 ready() { hget /readyz && [ "$hcode" = 200 ]; }
 if wait_for 30 ready; then ok "/readyz turns ready"; else not_ok "/readyz turns ready: $hcode $hbody"; fi
 in_sync() {
-	hget /api/v1/apps
+	aget /api/v1/apps
 	[ "$(printf '%s' "$hbody" | jq -r '[.apps[].state] | join(",")')" = "InSync,InSync" ]
 }
 if wait_for 30 in_sync; then
@@ -125,9 +130,25 @@ expect_eq "$(printf '%s' "$hbody" | jq -r '"\(.kind) \(.leader) \(.apps[0].name)
 	"AppList true web $rev apps/web success null" \
 	"/api/v1/apps: name, revision, path, last sync, no drift"
 
+# --- the apps' documents need the token (api.tokenFile is set) -------------
+hget /api/v1/apps
+expect_eq "$hcode $(printf '%s' "$hbody" | jq -r .error)" \
+	"401 missing or wrong bearer token" "GET /api/v1/apps without the token: 401"
+hget /api/v1/apps/web -H "Authorization: Bearer wrong"
+expect_eq "$hcode" 401 "GET /api/v1/apps/web with a wrong token: 401"
+hget /api/v1/apps/nope
+expect_eq "$hcode" 401 "GET an unknown app without the token: 401 (names do not leak)"
+aget /api/v1/apps/web
+expect_eq "$hcode $(printf '%s' "$hbody" | jq -r .name)" "200 web" \
+	"GET /api/v1/apps/web with the token: 200"
+hget /
+expect_eq "$hcode" 200 "GET / (the browser view, no data) needs no token"
+hget /metrics
+expect_eq "$hcode" 200 "GET /metrics stays open"
+
 # --- health -------------------------------------------------------------------
 healthy() {
-	hget /api/v1/apps/web
+	aget /api/v1/apps/web
 	[ "$(printf '%s' "$hbody" | jq -r .health.status)" = Healthy ]
 }
 if wait_for 20 healthy; then
@@ -135,7 +156,7 @@ if wait_for 20 healthy; then
 else
 	not_ok "/api/v1/apps/web: Healthy: $(printf '%s' "$hbody" | jq -c .health)"
 fi
-hget /api/v1/apps
+aget /api/v1/apps
 expect_eq "$(printf '%s' "$hbody" | jq -r '[.apps[] | "\(.name)=\(.health.status)"] | join(" ")')" \
 	"web=Healthy report=Healthy" "/api/v1/apps: each app's health"
 
@@ -144,7 +165,7 @@ api PATCH "/apis/apps/v1/namespaces/default/deployments/watched?fieldManager=kub
 	application/strategic-merge-patch+json \
 	'{"spec":{"template":{"spec":{"containers":[{"name":"watched","image":"nginx:edited"}]}}}}'
 drifted() {
-	hget /api/v1/apps/report
+	aget /api/v1/apps/report
 	[ "$(printf '%s' "$hbody" | jq -r .state)" = Drifted ]
 }
 if wait_for 20 drifted; then
@@ -169,7 +190,7 @@ p0=$(passes)
 more_passes() { [ "$(passes)" -gt "$p0" ]; }
 wait_for 10 more_passes || true
 wait_for 10 more_passes || true
-hget /api/v1/apps/report
+aget /api/v1/apps/report
 expect_eq "$(printf '%s' "$hbody" | jq -r "$field | .firstSeen") $(printf '%s' "$hbody" | jq -r .driftSince)" \
 	"$first $since" "a later pass keeps firstSeen and driftSince"
 hget /api/v1/apps/report/sync -X POST
@@ -178,7 +199,7 @@ hget /api/v1/apps/report/sync -X POST -H "Authorization: Bearer wrong"
 expect_eq "$hcode" 401 "POST .../sync with a wrong token: 401"
 hget /api/v1/apps/nope/sync -X POST -H "Authorization: Bearer api-token-1"
 expect_eq "$hcode" 404 "POST .../sync of an unknown app: 404"
-hget /api/v1/apps/nope
+aget /api/v1/apps/nope
 expect_eq "$hcode $(printf '%s' "$hbody" | jq -r .error)" '404 unknown app "nope"' \
 	"GET an unknown app: 404 with a JSON error"
 
@@ -187,7 +208,7 @@ api PATCH /apis/apps/v1/namespaces/default/deployments/web/scale?fieldManager=ku
 	application/merge-patch+json '{"spec":{"replicas":3}}'
 hget /api/v1/apps/web/sync -X POST -H "Authorization: Bearer api-token-1"
 foreign() {
-	hget /api/v1/apps/web
+	aget /api/v1/apps/web
 	[ "$(printf '%s' "$hbody" | jq -r '.summary.foreignFields')" = 1 ]
 }
 if wait_for 10 foreign; then
@@ -253,7 +274,7 @@ else
 	not_ok "a SyncFailed Event on the object: $(printf '%s' "$body" | jq -c '[.items[].reason]')"
 fi
 failed_state() {
-	hget /api/v1/apps/web
+	aget /api/v1/apps/web
 	[ "$(printf '%s' "$hbody" | jq -r .lastSync.result)" = failure ]
 }
 if wait_for 10 failed_state; then
@@ -316,7 +337,7 @@ expect_eq "$(printf '%s' "$body" | jq -r '[.items[] | select(.reason == "Healthy
 	true "an Event on web's inventory Secret says it became Healthy"
 
 # --- syncd status -------------------------------------------------------------
-if "$SYNCD" status --addr "$ep" >"$tmp/st.out" 2>"$tmp/st.err"; then
+if "$SYNCD" status --addr "$ep" --token-file "$tmp/api-token" >"$tmp/st.out" 2>"$tmp/st.err"; then
 	ok "syncd status exits 0"
 else
 	not_ok "syncd status exits 0: $(cat "$tmp/st.err")"
@@ -328,14 +349,25 @@ if [ "$(awk '{ if (length($0) > 80) n++ } END { print n + 0 }' "$tmp/st.out")" =
 else
 	not_ok "syncd status fits 80 columns: $(cat "$tmp/st.out")"
 fi
-"$SYNCD" status report --addr "$ep" >"$tmp/st1.out" 2>&1
+SYNCD_TOKEN_FILE="$tmp/api-token" "$SYNCD" status report --addr "$ep" >"$tmp/st1.out" 2>&1
 expect_match 'containers\[name="watched"\]\.image' "$(cat "$tmp/st1.out")" \
 	"syncd status report shows the drifted field"
-"$SYNCD" status nope --addr "$ep" >"$tmp/st2.out" 2>&1
+"$SYNCD" status nope --addr "$ep" --token-file "$tmp/api-token" >"$tmp/st2.out" 2>&1
 rc=$?
 expect_rc 2 "syncd status of an unknown app: exit 2"
-"$SYNCD" status --addr "$ep" -o json >"$tmp/st3.out" 2>&1
+expect_match 'unknown app "nope"' "$(cat "$tmp/st2.out")" "syncd status names the unknown app"
+"$SYNCD" status --addr "$ep" -o json --token-file "$tmp/api-token" >"$tmp/st3.out" 2>&1
 expect_eq "$(jq -r '.apps | length' "$tmp/st3.out")" 2 "syncd status -o json: the document"
+"$SYNCD" status --addr "$ep" >"$tmp/st4.out" 2>&1
+rc=$?
+expect_rc 2 "syncd status without the token: exit 2"
+expect_match 'HTTP 401.*--token-file' "$(cat "$tmp/st4.out")" \
+	"syncd status without the token says so and names --token-file"
+if grep -q 'api-token-1' "$tmp"/st*.out; then
+	not_ok "syncd status never prints the token"
+else
+	ok "syncd status never prints the token"
+fi
 
 term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"

@@ -1,9 +1,10 @@
 /*
  * httpd against real HTTP clients on loopback (libcurl, and raw sockets
- * for what curl will not send): every route and status, the webhook
- * signatures, body caps, a stalled client cut off, and concurrent
- * requests. The handlers are fakes that count their calls and answer
- * fixed documents; the assertions are on what came back and what was
+ * for what curl will not send): every route and status, the bearer token
+ * of the apps' documents, the browser view's embedded files and their
+ * headers, the webhook signatures, body caps, a stalled client cut off,
+ * and concurrent requests. The handlers are fakes that count their calls and
+ * answer fixed documents; the assertions are on what came back and what was
  * called.
  */
 #include <criterion/criterion.h>
@@ -176,24 +177,45 @@ static void teardown(void)
 
 struct reply {
 	long code;
-	char body[8192];
+	char body[65536];
 	size_t len;
 	char ctype[128];
 	char challenge[64]; /* WWW-Authenticate */
+	char csp[512];	    /* Content-Security-Policy */
+	char nosniff[32];   /* X-Content-Type-Options */
+	char referrer[32];  /* Referrer-Policy */
+	char cache[32];	    /* Cache-Control */
+	char etag[64];
 };
+
+/* The value of header line `data` into `out` when it is `name`. */
+static void header_into(const char *data, size_t len, const char *name,
+			char *out, size_t size)
+{
+	size_t i, n = strlen(name);
+
+	if (len <= n || strncasecmp(data, name, n) || data[n] != ':')
+		return;
+	for (i = n + 1; i < len && data[i] == ' '; i++)
+		;
+	snprintf(out, size, "%.*s", (int)strcspn(data + i, "\r\n"), data + i);
+}
 
 static size_t on_header(char *data, size_t size, size_t n, void *ctx)
 {
-	static const char name[] = "www-authenticate:";
 	struct reply *r = ctx;
-	size_t len = size * n, i;
+	size_t len = size * n;
 
-	if (len > strlen(name) && !strncasecmp(data, name, strlen(name))) {
-		for (i = strlen(name); i < len && data[i] == ' '; i++)
-			;
-		snprintf(r->challenge, sizeof(r->challenge), "%.*s",
-			 (int)strcspn(data + i, "\r\n"), data + i);
-	}
+	header_into(data, len, "WWW-Authenticate", r->challenge,
+		    sizeof(r->challenge));
+	header_into(data, len, "Content-Security-Policy", r->csp,
+		    sizeof(r->csp));
+	header_into(data, len, "X-Content-Type-Options", r->nosniff,
+		    sizeof(r->nosniff));
+	header_into(data, len, "Referrer-Policy", r->referrer,
+		    sizeof(r->referrer));
+	header_into(data, len, "Cache-Control", r->cache, sizeof(r->cache));
+	header_into(data, len, "ETag", r->etag, sizeof(r->etag));
 	return len;
 }
 
@@ -259,6 +281,15 @@ static void http(const char *method, const char *path,
 static void get(const char *path, struct reply *r)
 {
 	http("GET", path, NULL, NULL, 0, r);
+}
+
+static const char *const with_token[] = {"Authorization: Bearer " API_TOKEN,
+					 NULL};
+
+/* GET with the API token of the test server. */
+static void get_authorized(const char *path, struct reply *r)
+{
+	http("GET", path, with_token, NULL, 0, r);
 }
 
 /* The "error" string of a JSON error body. */
@@ -342,7 +373,7 @@ Test(httpd, apps_and_app)
 	struct reply r;
 	json_t *doc;
 
-	get("/api/v1/apps", &r);
+	get_authorized("/api/v1/apps", &r);
 	cr_assert_eq(r.code, 200);
 	cr_assert_str_eq(r.ctype, "application/json");
 	doc = json_loads(r.body, 0, NULL);
@@ -350,10 +381,10 @@ Test(httpd, apps_and_app)
 			 "AppList");
 	json_decref(doc);
 
-	get("/api/v1/apps/web", &r);
+	get_authorized("/api/v1/apps/web", &r);
 	cr_assert_eq(r.code, 200);
 	cr_assert_str_eq(r.body, "{\"name\":\"web\",\"state\":\"InSync\"}");
-	get("/api/v1/apps/nope", &r);
+	get_authorized("/api/v1/apps/nope", &r);
 	assert_error(&r, 404, "unknown app \"nope\"");
 	cr_assert_eq(fake.apps_calls, 1);
 	cr_assert_eq(fake.app_calls, 2);
@@ -363,7 +394,7 @@ Test(httpd, unknown_paths_and_wrong_methods)
 {
 	struct reply r;
 
-	get("/", &r);
+	get("/index.html", &r);
 	assert_error(&r, 404, "not found");
 	get("/api/v1/apps/", &r);
 	assert_error(&r, 404, NULL);
@@ -445,6 +476,167 @@ Test(httpd, sync_without_token_file_is_403)
 	http("POST", "/api/v1/apps/web/sync", right, "", 0, &r);
 	assert_error(&r, 403, NULL);
 	cr_assert_eq(fake.sync_calls, 0);
+}
+
+/* The test server again, without an API token file. */
+static void restart_without_token(void)
+{
+	struct httpd_options o = {.listen = "127.0.0.1:0"};
+
+	httpd_stop(server);
+	cr_assert_eq(httpd_start(&server, &handlers, &o, NULL), 0);
+	port = httpd_port(server);
+}
+
+Test(httpd, apps_need_the_token_when_one_is_configured)
+{
+	const char *const wrong[] = {"Authorization: Bearer nope", NULL};
+	const char *const basic[] = {"Authorization: Basic " API_TOKEN, NULL};
+	struct reply r;
+
+	get("/api/v1/apps", &r);
+	assert_error(&r, 401, "missing or wrong bearer token");
+	cr_assert_str_eq(r.challenge, "Bearer");
+	http("GET", "/api/v1/apps", wrong, NULL, 0, &r);
+	assert_error(&r, 401, NULL);
+	http("GET", "/api/v1/apps", basic, NULL, 0, &r);
+	assert_error(&r, 401, NULL);
+	http("HEAD", "/api/v1/apps", NULL, NULL, 0, &r);
+	cr_assert_eq(r.code, 401);
+	get("/api/v1/apps/web", &r);
+	assert_error(&r, 401, NULL);
+	/* Checked before the name: an unknown app is 401 too. */
+	get("/api/v1/apps/nope", &r);
+	assert_error(&r, 401, NULL);
+	cr_assert_null(strstr(r.body, API_TOKEN));
+	cr_assert_eq(fake.apps_calls + fake.app_calls, 0);
+
+	get_authorized("/api/v1/apps", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	get_authorized("/api/v1/apps/web", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	cr_assert_eq(fake.apps_calls, 1);
+	cr_assert_eq(fake.app_calls, 1);
+	/* Rotated: the old token no longer opens them. */
+	write_file(api_file, "rotated\n");
+	get_authorized("/api/v1/apps", &r);
+	assert_error(&r, 401, NULL);
+}
+
+Test(httpd, apps_are_open_without_a_token_file)
+{
+	struct reply r;
+
+	restart_without_token();
+	get("/api/v1/apps", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	get("/api/v1/apps/web", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	get("/api/v1/apps/nope", &r);
+	assert_error(&r, 404, "unknown app \"nope\"");
+	cr_assert_eq(fake.apps_calls, 1);
+	cr_assert_eq(fake.app_calls, 2);
+}
+
+#define UI_CSP                                                      \
+	"default-src 'none'; script-src 'self'; style-src 'self'; " \
+	"img-src 'self'; connect-src 'self'; base-uri 'none'; "     \
+	"form-action 'none'; frame-ancestors 'none'"
+
+/* The headers every file of the browser view comes with. */
+static void assert_ui_headers(const struct reply *r)
+{
+	cr_assert_str_eq(r->csp, UI_CSP);
+	cr_assert_str_eq(r->nosniff, "nosniff");
+	cr_assert_str_eq(r->referrer, "no-referrer");
+	cr_assert_str_eq(r->cache, "no-cache");
+	cr_assert_eq(r->etag[0], '"', "ETag: %s", r->etag);
+}
+
+/* The test server has a token file: the view's files need no token. */
+Test(httpd, root_serves_the_page_under_a_strict_csp)
+{
+	struct reply r;
+
+	get("/", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	cr_assert_str_eq(r.ctype, "text/html; charset=utf-8");
+	assert_ui_headers(&r);
+	cr_assert(!strncmp(r.body, "<!DOCTYPE html>", 15), "%.80s", r.body);
+	cr_assert_not_null(strstr(r.body, "<script src=\"ui/app.js\""));
+	cr_assert_not_null(strstr(r.body, "href=\"ui/style.css\""));
+	/* Nothing inline, which the policy would refuse anyway. */
+	cr_assert_null(strstr(r.body, "<script>"));
+	cr_assert_null(strstr(r.body, "<style"));
+	cr_assert_null(strstr(r.body, " style="));
+	cr_assert_null(strstr(r.body, " onload="));
+	cr_assert_null(strstr(r.body, "javascript:"));
+	/* A query string does not change the path. */
+	get("/?x=1", &r);
+	cr_assert_eq(r.code, 200);
+	http("HEAD", "/", NULL, NULL, 0, &r);
+	cr_assert_eq(r.code, 200);
+	cr_assert_eq(r.len, 0);
+	cr_assert_str_eq(r.csp, UI_CSP);
+	cr_assert_eq(fake.apps_calls + fake.app_calls, 0);
+}
+
+Test(httpd, ui_script_is_javascript_and_builds_no_markup)
+{
+	struct reply r;
+
+	get("/ui/app.js", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	cr_assert_str_eq(r.ctype, "text/javascript; charset=utf-8");
+	assert_ui_headers(&r);
+	/* Values become text nodes; no string is parsed as HTML. */
+	cr_assert_not_null(strstr(r.body, "createTextNode"));
+	cr_assert_null(strstr(r.body, "innerHTML"));
+	cr_assert_null(strstr(r.body, "outerHTML"));
+	cr_assert_null(strstr(r.body, "insertAdjacentHTML"));
+	cr_assert_null(strstr(r.body, "document.write"));
+	cr_assert_null(strstr(r.body, "eval("));
+
+	get("/ui/style.css", &r);
+	cr_assert_eq(r.code, 200, "%s", r.body);
+	cr_assert_str_eq(r.ctype, "text/css; charset=utf-8");
+	assert_ui_headers(&r);
+}
+
+Test(httpd, unknown_ui_file_is_404)
+{
+	struct reply r;
+
+	get("/ui/x", &r);
+	assert_error(&r, 404, "not found");
+	get("/ui/", &r);
+	assert_error(&r, 404, NULL);
+	/* The page is served at "/" only. */
+	get("/ui/index.html", &r);
+	assert_error(&r, 404, NULL);
+	get("/ui/app.js/", &r);
+	assert_error(&r, 404, NULL);
+	http("POST", "/", NULL, "", 0, &r);
+	assert_error(&r, 405, NULL);
+}
+
+Test(httpd, unchanged_ui_file_is_304)
+{
+	char match[128];
+	const char *const headers[] = {match, NULL};
+	const char *const other[] = {"If-None-Match: \"0\"", NULL};
+	struct reply r;
+
+	get("/ui/app.js", &r);
+	cr_assert_eq(r.code, 200);
+	snprintf(match, sizeof(match), "If-None-Match: %s", r.etag);
+	http("GET", "/ui/app.js", headers, NULL, 0, &r);
+	cr_assert_eq(r.code, 304);
+	cr_assert_eq(r.len, 0);
+	cr_assert_str_eq(r.csp, UI_CSP);
+	http("GET", "/ui/app.js", other, NULL, 0, &r);
+	cr_assert_eq(r.code, 200);
+	cr_assert_gt(r.len, 0);
 }
 
 static const char gh_push[] =
@@ -729,8 +921,8 @@ static void *hammer(void *arg)
 	struct reply *r = malloc(sizeof(*r));
 
 	for (i = 0; i < PER_THREAD; i++) {
-		http("GET", i % 2 ? "/api/v1/apps" : "/metrics", NULL, NULL, 0,
-		     r);
+		http("GET", i % 2 ? "/api/v1/apps" : "/metrics", with_token,
+		     NULL, 0, r);
 		if (r->code == 200)
 			(*ok)++;
 	}
