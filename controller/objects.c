@@ -45,6 +45,12 @@
 #define RETRY_MS 15000u
 /* The status lists the first so many differing fields. */
 #define STATUS_FIELDS_MAX 50u
+/*
+ * The longest message of a condition or of the health (the CRD allows
+ * 32768 bytes), and of a field's path (4096).
+ */
+#define STATUS_MESSAGE_MAX 8192u
+#define STATUS_PATH_MAX 4096u
 
 struct ctl_objects {
 	struct controller *c;
@@ -229,11 +235,13 @@ static void add_condition(json_t *list, const json_t *live, const char *type,
 		if (t && !strcmp(t, type))
 			was = c;
 	}
+	if (!message)
+		message = "";
 	clk_rfc3339_format(time(NULL), now);
-	cond = json_pack("{s:s, s:s, s:s, s:s, s:I}", "type", type, "status",
-			 status, "reason", reason, "message",
-			 message ? message : "", "observedGeneration",
-			 (json_int_t)generation);
+	cond = json_pack("{s:s, s:s, s:s, s:s#, s:I}", "type", type, "status",
+			 status, "reason", reason, "message", message,
+			 utf8_cut(message, strlen(message), STATUS_MESSAGE_MAX),
+			 "observedGeneration", (json_int_t)generation);
 	if (!cond)
 		return;
 	if (was && json_is_string(json_object_get(was, "lastTransitionTime")) &&
@@ -299,6 +307,9 @@ static void add_fields(json_t *status, const json_t *report)
 			const char *mgr = field_manager(f);
 			json_t *e;
 
+			if (json_string_length(json_object_get(f, "path")) >
+			    STATUS_PATH_MAX)
+				continue; /* beyond what the CRD stores */
 			if (json_array_size(fields) < STATUS_FIELDS_MAX) {
 				e = json_pack("{s:s, s:O, s:s, s:O}", "object",
 					      buf_cstr(&name), "path",
@@ -431,10 +442,11 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 	add_condition(conds, live, "Healthy", hstatus, health, hmsg ? hmsg : "",
 		      gen);
 	status = json_pack(
-		"{s:I, s:o, s:{s:s, s:s}, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
+		"{s:I, s:o, s:{s:s, s:s#}, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
 		"s:I, s:I, s:I, s:I, s:I}, s:O, s:O}",
 		"observedGeneration", (json_int_t)gen, "conditions", conds,
 		"health", "status", health, "message", hmsg ? hmsg : "",
+		hmsg ? utf8_cut(hmsg, strlen(hmsg), STATUS_MESSAGE_MAX) : 0,
 		"summary", "objects", (json_int_t)s->objects, "inSync",
 		(json_int_t)s->in_sync, "drifted", (json_int_t)s->drifted,
 		"missing", (json_int_t)s->missing, "orphan",

@@ -398,8 +398,7 @@ static void add_history(struct ctl_app *a, const struct app_sync_result *res,
 	if (!last && !error && !applied && !pruned && !a->st.sum.objects)
 		goto out;
 	clk_rfc3339_format(now, t);
-	if (msg.len > 512)
-		buf_truncate(&msg, 512);
+	buf_truncate(&msg, utf8_cut(msg.ptr, msg.len, 512));
 	e = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "revision", rev,
 		      "time", t, "result", error ? "failure" : "success",
 		      "message", buf_cstr(&msg), "applied",
@@ -434,7 +433,7 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	ctl_status_seed(c, a);
 	if (report && diff_report_to_text(report, false, &text) == 0 &&
 	    text.len > DIFF_TEXT_MAX) {
-		buf_truncate(&text, DIFF_TEXT_MAX);
+		buf_truncate(&text, utf8_cut(text.ptr, text.len, DIFF_TEXT_MAX));
 		buf_adds(&text, "\n... (cut: the diff is longer)\n");
 	}
 	pthread_mutex_lock(&a->st_lock);

@@ -25,9 +25,7 @@ static void one_line(struct buf *b)
 			b->ptr[i] = ' ';
 	if (b->len <= HEALTH_REASON_MAX)
 		return;
-	cut = HEALTH_REASON_MAX - 3;
-	while (cut && ((unsigned char)b->ptr[cut] & 0xc0) == 0x80)
-		cut--;
+	cut = utf8_cut(b->ptr, b->len, HEALTH_REASON_MAX - 3);
 	buf_truncate(b, cut);
 	buf_adds(b, "...");
 }

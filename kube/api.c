@@ -821,19 +821,6 @@ out:
 /* ------------------------------------------------------------------ */
 /* Events */
 
-/* Cut `s` to at most `max` bytes without splitting a UTF-8 sequence. */
-static size_t utf8_cut(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (n <= max)
-		return n;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
-}
-
 /* kube's MicroTime: "2026-11-29T10:00:00.000000Z". */
 static void micro_time(char *out, size_t size)
 {
@@ -904,7 +891,7 @@ int kube_event_create(struct kube_client *c, const struct kube_event *ev,
 		"reportingInstance", ev->instance ? ev->instance : "syncd",
 		"action", ev->action ? ev->action : "Sync", "reason",
 		ev->reason ? ev->reason : "Unknown", "note", note,
-		utf8_cut(note, EVENT_NOTE_MAX), "type",
+		utf8_cut(note, strlen(note), EVENT_NOTE_MAX), "type",
 		ev->type ? ev->type : "Normal", "regarding", ref);
 	if (!ref || !obj || !(body = json_dumps(obj, JSON_COMPACT))) {
 		error = err_set(err, ERR_NOMEM, "event: out of memory");

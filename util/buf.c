@@ -105,6 +105,15 @@ void buf_truncate(struct buf *b, size_t len)
 	b->ptr[len] = '\0';
 }
 
+size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
 void buf_release(struct buf *b)
 {
 	free(b->ptr);

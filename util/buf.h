@@ -46,6 +46,12 @@ void buf_reset(struct buf *b);
 /* Shorten to `len` bytes (no-op when already shorter). */
 void buf_truncate(struct buf *b, size_t len);
 
+/*
+ * The length of s[0..len) cut to at most `max` bytes without splitting a
+ * UTF-8 sequence (len itself when it fits).
+ */
+size_t utf8_cut(const char *s, size_t len, size_t max);
+
 /* Free the contents; the buffer is BUF_INIT again (cap kept). */
 void buf_release(struct buf *b);
 

@@ -200,10 +200,7 @@ static void clean_value(struct buf *out, const char *s, size_t len)
 	size_t i = 0;
 
 	if (len > LOG_VALUE_MAX) {
-		len = LOG_VALUE_MAX;
-		/* Do not split a UTF-8 character. */
-		while (len && ((unsigned char)s[len] & 0xc0) == 0x80)
-			len--;
+		len = utf8_cut(s, len, LOG_VALUE_MAX);
 		cut = true;
 	}
 	while (i < len) {

@@ -385,3 +385,14 @@ Test(err, move_respects_the_cap)
 	err_release(&dst);
 	err_release(&src);
 }
+
+Test(buf, utf8_cut_keeps_characters_whole)
+{
+	const char *s = "ab\xc3\xa9" "cd"; /* "abécd": é is two bytes */
+
+	cr_assert_eq(utf8_cut(s, 6, 10), 6, "fits: unchanged");
+	cr_assert_eq(utf8_cut(s, 6, 4), 4, "after é");
+	cr_assert_eq(utf8_cut(s, 6, 3), 2, "inside é: before it");
+	cr_assert_eq(utf8_cut(s, 6, 2), 2);
+	cr_assert_eq(utf8_cut("\xe2\x82\xac", 3, 2), 0, "a lone € cut to 0");
+}
