@@ -38,7 +38,8 @@ cleanup() {
 	if [ -n "${K8S_DIR:-}" ]; then
 		kc delete namespace "$NS_A" "$NS_B" --wait=false \
 			--ignore-not-found >/dev/null 2>&1
-		kc delete crd apps.syncd.io --wait=false --ignore-not-found \
+		# Gone before the next script (app-crd.sh applies it again).
+		kc delete crd apps.syncd.io --ignore-not-found --timeout=60s \
 			>/dev/null 2>&1
 	fi
 	real_cleanup
