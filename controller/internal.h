@@ -220,6 +220,8 @@ void ctl_metrics_declare(struct metrics *m);
  * fields and the app differ, history) is read back, once.
  */
 void ctl_status_seed(struct controller *c, struct ctl_app *a);
+/* "Deployment.apps ns/web" of an object of a report's JSON form. */
+void ctl_report_object_name(const json_t *o, struct buf *out);
 /* A pass that did not run: it waits for a dependency (`why`). */
 void ctl_status_waiting(struct ctl_app *a, const char *why);
 void ctl_status_pass(struct controller *c, struct ctl_app *a,

@@ -274,20 +274,6 @@ static const char *field_manager(const json_t *f)
 		     : NULL;
 }
 
-/* "Deployment.apps ns/web" of a report object. */
-static void object_name(const json_t *o, struct buf *out)
-{
-	const char *g = json_string_value(json_object_get(o, "group"));
-	const char *ns = json_string_value(json_object_get(o, "namespace"));
-
-	buf_reset(out);
-	buf_addf(out, "%s%s%s %s%s%s",
-		 json_string_value(json_object_get(o, "kind")) ?: "",
-		 g && *g ? "." : "", g ? g : "", ns && *ns ? ns : "",
-		 ns && *ns ? "/" : "",
-		 json_string_value(json_object_get(o, "name")) ?: "");
-}
-
 /* driftedFields and fights of the last report (status lock held). */
 static void add_fields(json_t *status, const json_t *report)
 {
@@ -298,7 +284,7 @@ static void add_fields(json_t *status, const json_t *report)
 
 	json_array_foreach(json_object_get(report, "objects"), i, o)
 	{
-		object_name(o, &name);
+		ctl_report_object_name(o, &name);
 		json_array_foreach(json_object_get(o, "fields"), j, f)
 		{
 			const char *owner =

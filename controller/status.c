@@ -123,8 +123,7 @@ static void json_object_key(const json_t *o, struct buf *out)
 		 json_string_value(json_object_get(o, "name")) ?: "");
 }
 
-/* "Deployment.apps ns/web" of a report's JSON object. */
-static void json_object_name(const json_t *o, struct buf *out)
+void ctl_report_object_name(const json_t *o, struct buf *out)
 {
 	const char *g = json_string_value(json_object_get(o, "group"));
 	const char *ns = json_string_value(json_object_get(o, "namespace"));
@@ -149,7 +148,7 @@ static json_t *seeded_first_seen(struct ctl_app *a, const json_t *o,
 
 	if (!a->st.seed_first_seen)
 		return NULL;
-	json_object_name(o, &key);
+	ctl_report_object_name(o, &key);
 	buf_addf(&key, "\t%s", path ? path : "");
 	t = json_object_get(a->st.seed_first_seen, buf_cstr(&key));
 	buf_release(&key);
