@@ -387,6 +387,12 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 		rstatus = "False";
 		rreason = stall_reason;
 		buf_adds(&rmsg, st->error);
+	} else if (!strcmp(st->state, "Unknown") && st->health_known &&
+		   !healing) {
+		/* No pass ran: what it waits for says more. */
+		rstatus = "False";
+		rreason = health;
+		buf_adds(&rmsg, hmsg ? hmsg : health);
 	} else if (strcmp(synced, "True")) {
 		rstatus = "False";
 		rreason = sreason;

@@ -531,6 +531,9 @@ void ctl_status_waiting(struct ctl_app *a, const char *why)
 	a->st.health_known = true;
 	a->st.health = HEALTH_PROGRESSING;
 	pthread_mutex_unlock(&a->st_lock);
+	/* An App says it waits: Reconciling, with the dependency named. */
+	if (a->spec->object_ns)
+		ctl_objects_status(a->ctl, a, NULL);
 }
 
 void ctl_metrics_forget(struct controller *c, const char *app)

@@ -9,6 +9,7 @@
 #    repository) is Stalled with reason InvalidSpec and the field named;
 #    an App declaring an object of another namespace is Stalled with
 #    NamespaceNotAllowed, and nothing of it is applied;
+#  - an App waiting for a dependency is Reconciling, the dependency named;
 #  - the HTTP API shows an App's app with its status and the App it
 #    comes from;
 #  - deleting the App stops it; its objects stay.
@@ -136,6 +137,17 @@ else
 fi
 api GET /api/v1/namespaces/other/configmaps/web
 expect_eq "$code" 404 "and nothing of it is applied"
+
+# What a pass waits for is on the App: Reconciling, the dependency named.
+api POST "$APPS" application/json "$(app_json waits web | jq -c '.spec.dependsOn = ["nope"]')"
+if wait_for 20 cond_is waits Reconciling True; then
+	api GET "$APPS/waits"
+	expect_eq "$(printf '%s' "$body" | jq -r '.status.conditions[] | select(.type == "Reconciling" or .type == "Ready") | "\(.type)=\(.status) \(.reason): \(.message)"' | tr '\n' '|')" \
+		"Ready=False Progressing: waiting for app nope: not configured|Reconciling=True Progressing: waiting for app nope: not configured|" \
+		"an App waiting for a dependency is Reconciling, the dependency named"
+else
+	not_ok "an App waiting for a dependency is Reconciling: $(cond waits Reconciling)"
+fi
 
 port=$(sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$tmp/run.err" | head -1)
 doc=$(curl -sS --max-time 5 "http://127.0.0.1:$port/api/v1/apps/web")
