@@ -23,36 +23,22 @@ cleanup() {
 	emu_cleanup
 }
 trap cleanup EXIT
-export HOME="$tmp/home" XDG_CACHE_HOME="$tmp/xdg-cache"
-export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-unset GIT_SSL_CAINFO GIT_SSL_CAPATH
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top/tests/integration/git/lsan.supp"
-mkdir -p "$HOME"
+gitsrv_env
 
-repos=$tmp/repos
-mkdir -p "$repos"
-if ! gitsrv_tls_ca "$tmp/tls" || ! gitsrv_http_start "$repos" alice s3cret; then
+if ! gitsrv_repo_start deploy; then
 	ok "no Git server here: App object checks skipped: $gitsrv_why"
 	finish
 fi
-git init -q --bare "$repos/deploy.git"
-git -C "$repos/deploy.git" symbolic-ref HEAD refs/heads/main
-work=$tmp/work
-git init -q -b main "$work"
 mkdir -p "$work/web" "$work/bad"
 printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: "1"}\n' \
 	>"$work/web/cm.yaml"
 printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: other}\ndata: {a: "1"}\n' \
 	>"$work/bad/cm.yaml"
-if ! { git -C "$work" add -A &&
-	git -C "$work" -c user.name=t -c user.email=t@example.com commit -qm one &&
-	git -C "$work" -c http.sslCAInfo="$tmp/tls/ca.pem" push -q \
-		"https://alice:s3cret@127.0.0.1:$http_port/git/deploy.git" main; }; then
+if ! c1=$(gitsrv_push one); then
 	not_ok "the app is pushed to the Git server"
 	finish
 fi
-c1=$(git -C "$work" rev-parse HEAD)
-REPO_URL=https://127.0.0.1:$http_port/git/deploy.git
+REPO_URL=$repo_url
 
 emu_start_tls
 # The CRD as shipped, made established by kube-emu.

@@ -46,34 +46,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export HOME="$tmp/home" XDG_CACHE_HOME="$tmp/xdg-cache"
-export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-unset GIT_SSL_CAINFO GIT_SSL_CAPATH
-export GIT_AUTHOR_NAME=Tester GIT_AUTHOR_EMAIL=tester@example.com
-export GIT_COMMITTER_NAME=Tester GIT_COMMITTER_EMAIL=tester@example.com
-mkdir -p "$HOME"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top/tests/integration/git/lsan.supp"
+gitsrv_env
 
 # --- the Git server --------------------------------------------------------
-repos=$tmp/repos
-mkdir -p "$repos"
-printf 's3cret\n' >"$tmp/password"
-if ! gitsrv_tls_ca "$tmp/tls" || ! gitsrv_http_start "$repos" alice s3cret; then
+if ! gitsrv_repo_start deploy; then
 	ok "no Git server here: App checks skipped: $gitsrv_why"
 	finish
 fi
-git init -q --bare "$repos/deploy.git"
-git -C "$repos/deploy.git" symbolic-ref HEAD refs/heads/main
-work=$tmp/work
-git init -q -b main "$work"
-REPO_URL=https://127.0.0.1:$http_port/git/deploy.git
-commit() {
-	git -C "$work" add -A &&
-		git -C "$work" commit -q -m "$1" &&
-		git -C "$work" -c http.sslCAInfo="$tmp/tls/ca.pem" push -q \
-			"https://alice:s3cret@127.0.0.1:$http_port/git/deploy.git" main &&
-		git -C "$work" rev-parse HEAD
-}
+REPO_URL=$repo_url
 cm() { # NAME VALUE [NAMESPACE]
 	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n' "$1"
 	[ -n "${3:-}" ] && printf '  namespace: %s\n' "$3"
@@ -107,7 +87,7 @@ cm intruder one "$NS_B" >"$work/apps/bad/cm.yaml"
 cm limited one >"$work/apps/limited/cm.yaml"
 deploy limited >"$work/apps/limited/deploy.yaml"
 cm filed one >"$work/apps/file/cm.yaml"
-if c1=$(commit "apps"); then
+if c1=$(gitsrv_push "apps"); then
 	ok "the apps are pushed to the Git server over HTTPS"
 else
 	not_ok "the apps are pushed to the Git server over HTTPS"

@@ -45,13 +45,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export HOME="$tmp/home" XDG_CACHE_HOME="$tmp/xdg-cache"
-export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-unset GIT_SSL_CAINFO GIT_SSL_CAPATH KUBECONFIG
-export GIT_AUTHOR_NAME=Tester GIT_AUTHOR_EMAIL=tester@example.com
-export GIT_COMMITTER_NAME=Tester GIT_COMMITTER_EMAIL=tester@example.com
-mkdir -p "$HOME"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top/tests/integration/git/lsan.supp"
+gitsrv_env
+unset KUBECONFIG
 
 show_log() { tail -n 15 "$1" | cut -c 1-400 | sed 's/^/    log: /'; }
 get() { kc -n "$1" get "$2" -o jsonpath="$3" 2>&1; }
@@ -117,24 +112,11 @@ done | jq -r '.items[].rules[] |
 	end' | sort -u >"$tmp/granted"
 
 # === 2. the app, from a real Git server ====================================
-repos=$tmp/repos
-mkdir -p "$repos"
-printf 's3cret\n' >"$tmp/password"
-if ! gitsrv_tls_ca "$tmp/tls" || ! gitsrv_http_start "$repos" alice s3cret; then
+if ! gitsrv_repo_start apps; then
 	ok "no Git server here: in-cluster run skipped: $gitsrv_why"
 	finish
 fi
-git init -q --bare "$repos/apps.git"
-git -C "$repos/apps.git" symbolic-ref HEAD refs/heads/main
-work=$tmp/work
-git init -q -b main "$work"
-commit() {
-	git -C "$work" add -A &&
-		git -C "$work" commit -q -m "$1" &&
-		git -C "$work" -c http.sslCAInfo="$tmp/tls/ca.pem" push -q \
-			"https://alice:s3cret@127.0.0.1:$http_port/git/apps.git" main &&
-		git -C "$work" rev-parse HEAD
-}
+commit() { gitsrv_push "$1"; }
 A=$work/apps/shop
 mkdir -p "$A"
 # One object of every kind the ClusterRole lets syncd manage.

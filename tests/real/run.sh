@@ -50,36 +50,15 @@ cleanup() {
 trap cleanup EXIT
 
 # Nothing from the user's own Git setup.
-export HOME="$tmp/home" XDG_CACHE_HOME="$tmp/xdg-cache"
-export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-unset GIT_SSL_CAINFO GIT_SSL_CAPATH
-export GIT_AUTHOR_NAME=Tester GIT_AUTHOR_EMAIL=tester@example.com
-export GIT_COMMITTER_NAME=Tester GIT_COMMITTER_EMAIL=tester@example.com
-mkdir -p "$HOME"
-# Under ASan: leaks inside libgit2 1.5.1 itself are not ours to fix.
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top/tests/integration/git/lsan.supp"
+gitsrv_env
 
 # --- the Git server ------------------------------------------------------
-repos=$tmp/repos
-mkdir -p "$repos"
-printf 's3cret\n' >"$tmp/password"
-if ! gitsrv_tls_ca "$tmp/tls" || ! gitsrv_http_start "$repos" alice s3cret; then
+if ! gitsrv_repo_start deploy; then
 	ok "no Git server here: syncd run checks skipped: $gitsrv_why"
 	finish
 fi
-git init -q --bare "$repos/deploy.git"
-git -C "$repos/deploy.git" symbolic-ref HEAD refs/heads/main
-work=$tmp/work
-git init -q -b main "$work"
-REPO_URL=https://127.0.0.1:$http_port/git/deploy.git
-# commit MESSAGE: commit the work tree, push it over HTTPS, print the id.
-commit() {
-	git -C "$work" add -A &&
-		git -C "$work" commit -q -m "$1" &&
-		git -C "$work" -c http.sslCAInfo="$tmp/tls/ca.pem" push -q \
-			"https://alice:s3cret@127.0.0.1:$http_port/git/deploy.git" main &&
-		git -C "$work" rev-parse HEAD
-}
+commit() { gitsrv_push "$1"; }
+REPO_URL=$repo_url
 cm() { # NAME VALUE
 	printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  value: "%s"\n' "$1" "$2"
 }
