@@ -1252,7 +1252,7 @@ int ctl_switch(struct controller *c, const struct config *cfg,
 	nold = c->napps;
 	pool = calloc(nold + 1, sizeof(*pool));
 	dead = calloc(nold + 1, sizeof(*dead));
-	if (pool)
+	if (pool && nold) /* c->apps is NULL without apps */
 		memcpy(pool, c->apps, nold * sizeof(*pool));
 	pthread_mutex_unlock(&c->lock);
 	if (!pool || !dead ||
