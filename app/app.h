@@ -45,8 +45,19 @@
 /* The wave of an object ("-1", "0", "2"): later waves wait for earlier. */
 #define APP_ANN_WAVE	    "syncd.io/wave"
 #define APP_WAVE_MAX	    1000000
+/*
+ * Per-object options (docs/annotations.md): never pruned; created when
+ * missing, never updated; differences never reported; deleted and
+ * created again when an apply hits an immutable field.
+ */
+#define APP_ANN_PRUNE	    "syncd.io/prune"   /* "disabled" */
+#define APP_ANN_APPLY	    "syncd.io/apply"   /* "create-only" */
+#define APP_ANN_COMPARE	    "syncd.io/compare" /* "ignore" */
+#define APP_ANN_REPLACE	    "syncd.io/replace" /* "true" | "false" */
+#define APP_ANN_SUBSTITUTE  RENDER_ANN_SUBSTITUTE
 
 struct app_type;
+struct app_spec;
 
 struct app {
 	struct kube_client *client;  /* borrowed */
@@ -72,6 +83,14 @@ struct app {
 			 const struct kube_resource *res, const char *ns,
 			 json_t **items, void *ctx);
 	void *list_ctx;
+	/*
+	 * The app's namespace as an object of the app (createNamespace),
+	 * with these labels and annotations ({"labels": {..},
+	 * "annotations": {..}}, borrowed; NULL: none): app_compare() adds
+	 * it to the desired objects unless they declare it.
+	 */
+	bool create_namespace;
+	const json_t *namespace_metadata;
 };
 
 /*
@@ -83,6 +102,9 @@ int app_init(struct app *app, struct kube_client *c, struct kube_discovery *d,
 	     const char *name, const char *ns, const char *field_manager,
 	     struct err *err);
 void app_release(struct app *app);
+
+/* What the spec says of the app itself (createNamespace); borrowed. */
+void app_use_spec(struct app *app, const struct app_spec *s);
 
 /*
  * Give every object of `desired` the part-of label (in place). An object
@@ -197,7 +219,33 @@ struct app_sync_options {
 	 */
 	uint64_t wave_wait_ms;
 	const struct health_rules *health_rules;
+	/*
+	 * A pass whose desired objects are none at all (the parent and a
+	 * createNamespace Namespace aside) prunes nothing unless
+	 * allow_empty: a broken render must not delete the app.
+	 */
+	bool allow_empty;
+	/*
+	 * An apply the server refuses for an immutable field: delete the
+	 * object (uid precondition, foreground) and create it again, when
+	 * the object says syncd.io/replace: "true", or when `replace` and it
+	 * does not say "false". Never for kinds that hold data (Namespace,
+	 * PersistentVolumeClaim, CustomResourceDefinition) unless listed in
+	 * replace_allow ("Kind" or "Kind.group"; NULL-ended). How long to
+	 * wait for the deletion: replace_wait_ms (0: 60 s).
+	 */
+	bool replace;
+	const char *const *replace_allow;
+	unsigned replace_wait_ms;
 };
+
+/*
+ * The options of a pass as the spec says (prune, budget, kinds,
+ * allowEmpty, onImmutable); the callbacks and waits are the caller's.
+ * *so is overwritten; it points into `s`.
+ */
+void app_sync_options_from_spec(struct app_sync_options *so,
+				const struct app_spec *s);
 
 /* What one write of a pass did, in the order the pass did it. */
 struct app_sync_entry {
@@ -244,6 +292,40 @@ int app_sync(struct app *app, const struct diff_report *report,
 	     const struct app_sync_options *opts, struct app_sync_result *res,
 	     struct err *err);
 
+/* What an object's syncd.io/ annotations ask. */
+struct app_object_options {
+	long wave;
+	bool prune_disabled; /* syncd.io/prune: disabled */
+	bool create_only;    /* syncd.io/apply: create-only */
+	bool compare_ignore; /* syncd.io/compare: ignore */
+	int replace;	     /* syncd.io/replace: 1, 0; -1: not said */
+};
+
+/*
+ * Read them from `obj` into *out. An unknown syncd.io/ key or a value not
+ * allowed is ERR_INVALID, every such problem appended to `why` (may
+ * be NULL; "; " between them) as "annotation syncd.io/apply: \"x\" is not one of ...".
+ */
+int app_object_options(const json_t *obj, struct app_object_options *out,
+		       struct buf *why);
+
+/*
+ * Every desired object's syncd.io/ annotations are known and valid: else
+ * ERR_INVALID with one line per bad object ("FILE:LINE: ConfigMap ns/a:
+ * annotation ..."). app_compare() checks this before anything is read.
+ */
+int app_annotations_check(const struct diff_objset *desired, struct err *err);
+
+/*
+ * What the annotations change in a report (app_compare() calls it): a
+ * create-only object that exists is InSync with nothing to send; a
+ * compare: ignore object that differs is InSync (its differing fields
+ * counted as ignored) but keeps its apply body, sent only by a pass that
+ * writes other drift.
+ */
+void app_report_options(struct diff_report *report,
+			const struct diff_objset *desired);
+
 /*
  * The wave of an object: its syncd.io/wave annotation, 0 without one.
  * ERR_INVALID (and *wave 0) when it is not a whole number within
@@ -251,13 +333,17 @@ int app_sync(struct app *app, const struct diff_report *report,
  */
 int app_wave_of(const json_t *obj, long *wave);
 
+
 /*
- * Every desired object's wave is a whole number: else ERR_INVALID with
- * one line per bad object ("FILE:LINE: Deployment.apps ns/web: annotation
- * syncd.io/wave: \"two\" is not a whole number ..."). Checked before
- * anything is written.
+ * The app is removed with deletionPolicy: delete: every labelled object
+ * of its inventory is deleted, in prune order, whatever the budget (but
+ * not protected kinds unless opts->prune_allow lists them, nor objects
+ * annotated syncd.io/prune: disabled), then the inventory Secret when
+ * nothing is left. `opts` gives the callbacks and allowed kinds; res
+ * says what went.
  */
-int app_waves_check(const struct diff_objset *desired, struct err *err);
+int app_delete(struct app *app, const struct app_sync_options *opts,
+	       struct app_sync_result *res, struct err *err);
 
 /* A connection: config, client, discovery. */
 struct app_conn {
@@ -383,6 +469,15 @@ enum app_list {
 	APP_LIST_COUNT,
 };
 
+/* What becomes of an app's objects when the app is removed from syncd. */
+enum app_deletion {
+	APP_DELETION_ORPHAN, /* left in place (the default) */
+	APP_DELETION_DELETE, /* deleted, as a prune of everything would */
+};
+
+/* The names of the policies, by value ("orphan", "delete"); NULL-ended. */
+extern const char *const app_deletion_names[];
+
 /* Substitution not chosen: strict when there are variables, else off. */
 #define APP_SUBST_DEFAULT (-1)
 
@@ -416,6 +511,17 @@ struct app_spec {
 	enum app_verify verify;		  /* default dryRun */
 	/* Apps that must be healthy before this one is reconciled. */
 	struct strvec depends_on;
+	/*
+	 * The target namespace as an object of the app, with these labels
+	 * and annotations ({"labels": {}, "annotations": {}}, the spec's own;
+	 * NULL: none).
+	 */
+	bool create_namespace;
+	json_t *namespace_metadata;
+	bool allow_empty;		  /* a render of no objects prunes */
+	bool on_immutable_replace;	  /* onImmutable: replace */
+	struct strvec replace_allow_kinds; /* data kinds replace may delete */
+	enum app_deletion deletion;	  /* when the app is removed */
 	struct diff_ignore_rule *ignore;  /* strings owned by the spec */
 	size_t nignore;
 	/* Where it was declared: the line in the file, and the app as

@@ -153,6 +153,12 @@ int app_init(struct app *app, struct kube_client *c, struct kube_discovery *d,
 	return error;
 }
 
+void app_use_spec(struct app *app, const struct app_spec *s)
+{
+	app->create_namespace = s->create_namespace;
+	app->namespace_metadata = s->namespace_metadata;
+}
+
 void app_release(struct app *app)
 {
 	if (!app)

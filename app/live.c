@@ -356,6 +356,43 @@ int app_dry_run(struct app *app, const struct diff_report *report,
 	return error;
 }
 
+/*
+ * createNamespace: the app's namespace as one of its objects, unless
+ * declared (then the declaration wins).
+ */
+static int add_namespace(struct app *app, struct diff_objset *desired,
+			 struct err *err)
+{
+	const json_t *labels = json_object_get(app->namespace_metadata,
+					       "labels");
+	const json_t *ann = json_object_get(app->namespace_metadata,
+					    "annotations");
+	struct diff_object *o = NULL;
+	json_t *ns, *meta;
+	int error;
+
+	for (size_t i = 0; i < desired->len; i++)
+		if (app_is_kind(&desired->items[i]->key, "", "Namespace") &&
+		    !strcmp(desired->items[i]->key.name, app->namespace))
+			return 0;
+	ns = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+		       "Namespace", "metadata", "name", app->namespace);
+	meta = json_object_get(ns, "metadata");
+	if (!ns ||
+	    (json_object_size(labels) &&
+	     json_object_set_new(meta, "labels", json_deep_copy(labels))) ||
+	    (json_object_size(ann) &&
+	     json_object_set_new(meta, "annotations", json_deep_copy(ann)))) {
+		json_decref(ns);
+		return err_set(err, ERR_NOMEM, "out of memory");
+	}
+	error = diff_object_new(&o, ns, "createNamespace", err);
+	json_decref(ns);
+	if (error < 0 || (error = diff_objset_add(desired, o, err)) < 0)
+		diff_object_free(o);
+	return error;
+}
+
 int app_compare(struct app *app, struct diff_objset *desired,
 		const struct diff_options *dopts, struct diff_schemas **reg,
 		struct diff_report **report, const char *revision,
@@ -365,8 +402,11 @@ int app_compare(struct app *app, struct diff_objset *desired,
 
 	*reg = NULL;
 	*report = NULL;
-	if ((error = diff_objset_default_namespace(desired, app->namespace,
+	if ((error = app_annotations_check(desired, err)) < 0 ||
+	    (error = diff_objset_default_namespace(desired, app->namespace,
 						   desired, err)) < 0 ||
+	    (app->create_namespace &&
+	     (error = add_namespace(app, desired, err)) < 0) ||
 	    (error = app_label(app, desired, err)) < 0)
 		return error;
 	error = app_read_live(app, desired, err);
@@ -380,5 +420,6 @@ int app_compare(struct app *app, struct diff_objset *desired,
 	    (error = diff_compare(report, desired, &app->live, *reg, dopts,
 				  revision, err)) < 0)
 		return error;
+	app_report_options(*report, desired);
 	return missing;
 }

@@ -24,6 +24,8 @@
 /* Largest variables file read (bytes). */
 #define APP_MAX_VARS_FILE (1u << 20)
 
+const char *const app_deletion_names[] = {"orphan", "delete", NULL};
+
 void app_spec_init(struct app_spec *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -140,8 +142,10 @@ void app_spec_release(struct app_spec *s)
 	strvec_release(&s->vars);
 	strvec_release(&s->vars_files);
 	strvec_release(&s->prune_allow_kinds);
+	strvec_release(&s->replace_allow_kinds);
 	strvec_release(&s->depends_on);
 	strvec_release(&s->strings);
+	json_decref(s->namespace_metadata);
 	json_decref(s->raw);
 	app_spec_init(s);
 }

@@ -56,6 +56,8 @@ struct sync {
 	json_t **stored; /* per report object: what its apply stored */
 	bool *prune_seen;	 /* per report object: prune looked at it */
 	bool crd_applied;
+	/* Some object other than compare: ignore ones is written. */
+	bool writes;
 };
 
 static enum phase phase_of(struct sync *s, const struct diff_key *k)
@@ -134,6 +136,100 @@ static void fail(struct sync *s, const struct diff_key *k, const char *msg)
 		s->opts->failed(k, msg, s->opts->applied_ctx);
 }
 
+static bool data_kind(const struct diff_key *k, const char *const *allow);
+
+/* A refusal of the server for a field that cannot change in place. */
+static bool immutable_refusal(int rc, const char *msg)
+{
+	return rc == ERR_INVALID && msg &&
+	       (strstr(msg, "immutable") || strstr(msg, "may not change") ||
+		strstr(msg, "Forbidden: updates to"));
+}
+
+/*
+ * Whether an object refused as immutable may be replaced; when not, a
+ * hint for the message in *why.
+ */
+static bool may_replace(struct sync *s, const struct diff_key *k,
+			const char **why)
+{
+	const struct diff_object *d = diff_objset_get(s->desired, k);
+	struct app_object_options oo = {.replace = -1};
+
+	if (d)
+		app_object_options(d->json, &oo, NULL);
+	if (oo.replace == 0 || (oo.replace < 0 && !s->opts->replace)) {
+		*why = " (not replaced: syncd.io/replace: \"true\" or "
+		       "onImmutable: replace deletes and creates it)";
+		return false;
+	}
+	if (data_kind(k, s->opts->replace_allow)) {
+		*why = " (not replaced: the kind holds data; see "
+		       "replaceAllowKinds)";
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Delete the live object (its uid, foreground: its dependents go first)
+ * and wait until it is gone, then apply `r` again: it is created.
+ */
+static int replace_one(struct sync *s, const struct diff_object_report *r,
+		       const struct kube_resource *kr, json_t **stored,
+		       struct err *e)
+{
+	const struct diff_object *live = diff_objset_get(&s->app->live, &r->key);
+	struct kube_apply_options ao = {s->app->field_manager, r->force, false};
+	struct kube_delete_options dopt = {0};
+	uint64_t deadline = clk_mono_ms() + (s->opts->replace_wait_ms
+						     ? s->opts->replace_wait_ms
+						     : 60000);
+	unsigned delay = 50;
+	int rc;
+
+	err_reset(e);
+	dopt.propagation = "Foreground";
+	dopt.uid = live ? json_string_value(json_object_get(
+				  json_object_get(live->json, "metadata"), "uid"))
+			: NULL;
+	rc = kube_delete(s->app->client, kr, r->key.ns, r->key.name, &dopt, e);
+	if (rc < 0 && rc != ERR_NOTFOUND)
+		return rc;
+	for (;;) {
+		json_t *got = NULL;
+		const char *uid;
+
+		err_reset(e);
+		rc = kube_get(s->app->client, kr, r->key.ns, r->key.name, &got,
+			      e);
+		uid = json_string_value(json_object_get(
+			json_object_get(got, "metadata"), "uid"));
+		if (rc == ERR_NOTFOUND ||
+		    (rc == 0 && dopt.uid && uid && strcmp(uid, dopt.uid))) {
+			json_decref(got);
+			break;
+		}
+		json_decref(got);
+		if (rc < 0 && rc != ERR_NOTFOUND)
+			return rc;
+		if (clk_mono_ms() >= deadline) {
+			err_reset(e);
+			return err_set(e, ERR_TIMEOUT,
+				       "deleted to be replaced, but still "
+				       "there after %u s (finalizers?)",
+				       (s->opts->replace_wait_ms
+						? s->opts->replace_wait_ms
+						: 60000) /
+					       1000);
+		}
+		clk_sleep_ms(delay);
+		delay = delay < 500 ? delay * 2 : 1000;
+	}
+	err_reset(e);
+	return kube_apply(s->app->client, kr, r->apply, &ao, stored, e);
+}
+
 static int apply_one(struct sync *s, const struct diff_object_report *r)
 {
 	struct kube_apply_options ao = {s->app->field_manager, r->force,
@@ -142,10 +238,13 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 		app_find_type(s->app, r->key.group, r->key.kind);
 	const struct kube_resource *kr = app_resource_of(s->app, &r->key);
 	struct err e = ERR_INIT;
+	struct buf msg = BUF_INIT;
 	json_t *stored = NULL;
+	bool replaced = false;
 	int rc;
 
-	if (!r->apply) {
+	/* compare: ignore objects go only with other writes. */
+	if (!r->apply || (r->state == DIFF_IN_SYNC && !s->writes)) {
 		s->res->unchanged++;
 		return 0;
 	}
@@ -169,6 +268,30 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 	}
 	rc = kube_apply(s->app->client, kr, r->apply, &ao,
 			s->opts->dry_run ? NULL : &stored, &e);
+	if (rc < 0 && immutable_refusal(rc, err_first(&e))) {
+		const char *hint = "";
+
+		if (!may_replace(s, &r->key, &hint)) {
+			buf_addf(&msg, "%s%s", err_first(&e), hint);
+			fail(s, &r->key, buf_cstr(&msg));
+			goto out;
+		}
+		if (s->opts->dry_run)
+			rc = 0;
+		else
+			rc = replace_one(s, r, kr, &stored, &e);
+		if (rc >= 0)
+			replaced = true;
+	}
+	if (rc == ERR_NOTFOUND && r->key.ns && err_count(&e) &&
+	    strstr(err_first(&e), "namespaces \"")) {
+		buf_addf(&msg,
+			 "%s (declare the Namespace, or set createNamespace: "
+			 "true or --create-namespace)",
+			 err_first(&e));
+		fail(s, &r->key, buf_cstr(&msg));
+		goto out;
+	}
 	if (rc >= 0 && stored && s->opts->applied)
 		s->opts->applied(&r->key, stored, s->opts->applied_ctx);
 	/* Kept for the wave's health (apply_one's caller frees it). */
@@ -180,13 +303,16 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 		     err_count(&e) ? err_first(&e) : "apply failed");
 	} else {
 		log_line(s, &r->key,
-			 r->state == DIFF_MISSING ? "created"
+			 replaced		  ? "replaced (immutable field)"
+			 : r->state == DIFF_MISSING ? "created"
 			 : r->force		  ? "configured (forced)"
 						  : "configured");
 		s->res->applied++;
 		if (app_is_crd(&r->key))
 			s->crd_applied = true;
 	}
+out:
+	buf_release(&msg);
 	err_release(&e);
 	return 0;
 }
@@ -265,21 +391,30 @@ static void wait_crds(struct sync *s)
 	}
 }
 
-static bool protected_kind(const struct sync *s, const struct diff_key *k)
+/*
+ * Kinds that hold data (Namespace, PersistentVolumeClaim,
+ * CustomResourceDefinition): never deleted unless `allow` lists them.
+ */
+static bool data_kind(const struct diff_key *k, const char *const *allow)
 {
 	struct buf gk = BUF_INIT;
 	bool prot = app_is_kind(k, "", "Namespace") ||
 		    app_is_kind(k, "", "PersistentVolumeClaim") ||
 		    app_is_crd(k);
 
-	if (prot && s->opts->prune_allow) {
+	if (prot && allow) {
 		app_group_kind(&gk, k->group, k->kind);
-		for (const char *const *p = s->opts->prune_allow; *p; p++)
+		for (const char *const *p = allow; *p; p++)
 			if (!strcmp(*p, buf_cstr(&gk)))
 				prot = false;
 	}
 	buf_release(&gk);
 	return prot;
+}
+
+static bool protected_kind(const struct sync *s, const struct diff_key *k)
+{
+	return data_kind(k, s->opts->prune_allow);
 }
 
 /* Delete order: namespaced first, CRDs last (their CRs go with them). */
@@ -299,10 +434,43 @@ static int prune_rank(struct sync *s, const struct diff_key *k)
 
 static void prune_wave(struct sync *s, long wave);
 
+/* Why a labelled orphan stays, or NULL: it goes. */
+static const char *kept_why(const struct sync *s, const struct diff_key *k,
+			    const json_t *live)
+{
+	struct app_object_options oo;
+
+	if (app_object_options(live, &oo, NULL) == 0 && oo.prune_disabled)
+		return "orphan, kept (" APP_ANN_PRUNE ": disabled)";
+	if (!s->opts->prune)
+		return "orphan, kept (sync --prune deletes it)";
+	if (protected_kind(s, k))
+		return "orphan, kept (protected kind; see --prune-allow-kind)";
+	return NULL;
+}
+
+/* The pass declares no object of its own (the parent and the
+ * createNamespace Namespace aside). */
+static bool renders_nothing(const struct sync *s)
+{
+	for (size_t i = 0; i < s->desired->len; i++) {
+		const struct diff_key *k = &s->desired->items[i]->key;
+
+		if (app_is_parent(s->app, k) ||
+		    (s->app->create_namespace &&
+		     app_is_kind(k, "", "Namespace") &&
+		     !strcmp(k->name, s->app->namespace)))
+			continue;
+		return false;
+	}
+	return true;
+}
+
 static void prune(struct sync *s)
 {
 	struct diff_objset *live = &s->app->live;
 	size_t n = 0;
+	const char *why;
 
 	/* Count first: over the budget nothing at all is deleted. */
 	for (size_t i = 0; i < s->report->len; i++) {
@@ -315,13 +483,8 @@ static void prune(struct sync *s)
 		if (strcmp(app_label_of(o->json, APP_LABEL_PART_OF),
 			   s->app->id))
 			continue; /* never: only labelled objects are ours */
-		if (!s->opts->prune || protected_kind(s, &r->key)) {
-			log_line(s, &r->key,
-				 !s->opts->prune
-					 ? "orphan, kept (sync --prune deletes "
-					   "it)"
-					 : "orphan, kept (protected kind; see "
-					   "--prune-allow-kind)");
+		if ((why = kept_why(s, &r->key, o->json))) {
+			log_line(s, &r->key, why);
 			s->res->kept++;
 			continue;
 		}
@@ -329,6 +492,20 @@ static void prune(struct sync *s)
 	}
 	if (!n)
 		return;
+	if (!s->opts->allow_empty && renders_nothing(s)) {
+		buf_reset(&s->name);
+		buf_addf(&s->name,
+			 "prune: the revision declares no objects: nothing "
+			 "pruned of the %zu objects (allowEmpty: true or "
+			 "--allow-empty prunes them)",
+			 n);
+		add_entry(s->res, NULL, "%s", buf_cstr(&s->name));
+		err_set(&s->res->failures, ERR_INVALID, "%s",
+			buf_cstr(&s->name));
+		s->res->failed++;
+		s->res->kept += n;
+		return;
+	}
 	if (n > s->opts->prune_budget) {
 		buf_reset(&s->name);
 		buf_addf(&s->name,
@@ -391,7 +568,7 @@ static void prune_wave(struct sync *s, long wave)
 			s->prune_seen[i] = true;
 			if (strcmp(app_label_of(o->json, APP_LABEL_PART_OF),
 				   s->app->id) ||
-			    protected_kind(s, &r->key))
+			    kept_why(s, &r->key, o->json))
 				continue;
 			if (s->opts->dry_run) {
 				log_line(s, &r->key, "pruned");
@@ -472,36 +649,6 @@ int app_wave_of(const json_t *obj, long *wave)
 		return ERR_INVALID;
 	*wave = w;
 	return 0;
-}
-
-int app_waves_check(const struct diff_objset *desired, struct err *err)
-{
-	struct buf name = BUF_INIT;
-	int error = 0;
-	long w;
-
-	for (size_t i = 0; i < desired->len; i++) {
-		const struct diff_object *o = desired->items[i];
-
-		if (!app_wave_of(o->json, &w))
-			continue;
-		buf_reset(&name);
-		diff_key_format(&o->key, &name);
-		error = err_set(
-			err, ERR_INVALID,
-			"%s%s%s: annotation %s: \"%s\" is not a whole number "
-			"from %d to %d",
-			o->origin ? o->origin : "", o->origin ? ": " : "",
-			buf_cstr(&name), APP_ANN_WAVE,
-			json_string_value(json_object_get(
-				json_object_get(
-					json_object_get(o->json, "metadata"),
-					"annotations"),
-				APP_ANN_WAVE)),
-			-APP_WAVE_MAX, APP_WAVE_MAX);
-	}
-	buf_release(&name);
-	return error;
 }
 
 /* Waves are for the objects after CRDs and Namespaces. */
@@ -641,13 +788,25 @@ static bool apply_waves(struct sync *s)
 	return true;
 }
 
+void app_sync_options_from_spec(struct app_sync_options *so,
+				const struct app_spec *s)
+{
+	memset(so, 0, sizeof(*so));
+	so->prune = s->prune;
+	so->prune_allow = (const char *const *)s->prune_allow_kinds.v;
+	so->prune_budget = s->prune_budget;
+	so->allow_empty = s->allow_empty;
+	so->replace = s->on_immutable_replace;
+	so->replace_allow = (const char *const *)s->replace_allow_kinds.v;
+}
+
 int app_sync(struct app *app, const struct diff_report *report,
 	     const struct diff_objset *desired,
 	     const struct app_sync_options *opts, struct app_sync_result *res,
 	     struct err *err)
 {
-	struct sync s = {app,	   report, desired, opts, res,
-			 BUF_INIT, NULL,   NULL,    NULL,    NULL,   false};
+	struct sync s = {app,  report, desired, opts,  res,  BUF_INIT,
+			 NULL, NULL,   NULL,    NULL,  false, false};
 	int error = 0;
 
 	s.done = calloc(report->len + 1, sizeof(*s.done));
@@ -658,6 +817,10 @@ int app_sync(struct app *app, const struct diff_report *report,
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	for (size_t i = 0; i < report->len; i++)
+		if (report->objects[i].apply &&
+		    report->objects[i].state != DIFF_IN_SYNC)
+			s.writes = true;
 	/* The parent, CRDs and Namespaces first, whatever their wave. */
 	for (int phase = 0; phase < PHASE_CLUSTER; phase++) {
 		for (size_t i = 0; i < report->len; i++) {
@@ -687,5 +850,52 @@ out:
 	free(s.done);
 	free(s.gone);
 	buf_release(&s.name);
+	return error;
+}
+
+int app_delete(struct app *app, const struct app_sync_options *opts,
+	       struct app_sync_result *res, struct err *err)
+{
+	struct diff_options dopts = DIFF_OPTIONS_INIT;
+	struct diff_objset none = DIFF_OBJSET_INIT;
+	struct diff_schemas *reg = NULL;
+	struct diff_report *report = NULL;
+	struct app_sync_options so = *opts;
+	struct kube_delete_options del = {0};
+	int error;
+
+	dopts.field_manager = app->field_manager;
+	dopts.policy = DIFF_POLICY_REPORT;
+	so.prune = true;
+	so.allow_empty = true;
+	so.prune_budget = (size_t)-1;
+	error = app_compare(app, &none, &dopts, &reg, &report, NULL, err);
+	if (error == ERR_NOTFOUND && report)
+		err_reset(err);
+	else if (error < 0)
+		goto out;
+	if ((error = app_sync(app, report, &none, &so, res, err)) < 0)
+		goto out;
+	/* The inventory goes last, and only when nothing of it is left. */
+	if (!res->failed && !res->kept && app->secrets) {
+		const struct diff_object *parent =
+			none.len ? diff_objset_get(&app->live,
+						   &none.items[0]->key)
+				 : NULL;
+
+		del.uid = parent ? json_string_value(json_object_get(
+					   json_object_get(parent->json,
+							   "metadata"),
+					   "uid"))
+				 : NULL;
+		error = kube_delete(app->client, app->secrets, app->namespace,
+				    app->name, &del, err);
+		if (error == ERR_NOTFOUND)
+			error = 0;
+	}
+out:
+	diff_report_free(report);
+	diff_schemas_free(reg);
+	diff_objset_release(&none);
 	return error;
 }

@@ -1002,8 +1002,49 @@ static const char *const app_keys[] = {
 	"name",		 "source",	    "render",	   "namespace",
 	"prune",	 "pruneAllowKinds", "pruneBudget", "selfHeal",
 	"foreignFields", "ignore",	    "verify",	   "dependsOn",
-	"serviceAccountName", NULL,
+	"serviceAccountName", "createNamespace", "namespaceMetadata",
+	"allowEmpty", "onImmutable", "replaceAllowKinds", "deletionPolicy",
+	NULL,
 };
+
+static const char *const immutable_names[] = {"report", "replace", NULL};
+
+/* namespaceMetadata: {labels: {K: V}, annotations: {K: V}}, strings. */
+static void walk_ns_metadata(struct walk *w, const json_t *obj,
+			     struct app_spec *a)
+{
+	static const char *const keys[] = {"labels", "annotations", NULL};
+	const char *key, *k;
+	json_t *v, *item;
+
+	if (!check_map(w, obj, keys))
+		return;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		struct mark m = push_key(w, key);
+
+		if (!json_is_object(v)) {
+			wrong_type(w, "a mapping", v);
+		} else {
+			json_object_foreach(v, k, item)
+			{
+				struct mark mi = push_key(w, k);
+
+				if (!json_is_string(item))
+					wrong_type(w, "a string (quote it)",
+						   item);
+				else if (!k[0])
+					problem(w, "empty name");
+				pop(w, mi);
+			}
+		}
+		pop(w, m);
+	}
+	json_decref(a->namespace_metadata);
+	a->namespace_metadata = json_deep_copy(obj);
+	if (!a->namespace_metadata)
+		w->nomem = true;
+}
 
 static const char *const foreign_names[] = {
 	"respect",
@@ -1016,6 +1057,7 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 {
 	json_t *v, *item;
 	int foreign = DIFF_POLICY_RESPECT, verify = APP_VERIFY_DRY_RUN;
+	int immutable = 0, deletion = APP_DELETION_ORPHAN;
 	struct mark m;
 	size_t i;
 
@@ -1061,6 +1103,18 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 	get_list(w, obj, "dependsOn", &a->depends_on);
 	get_uint(w, obj, "pruneBudget", &a->prune_budget, 0, 1000000);
 	get_bool(w, obj, "selfHeal", &a->self_heal);
+	get_bool(w, obj, "createNamespace", &a->create_namespace);
+	if ((v = json_object_get(obj, "namespaceMetadata"))) {
+		m = push_key(w, "namespaceMetadata");
+		walk_ns_metadata(w, v, a);
+		pop(w, m);
+	}
+	get_bool(w, obj, "allowEmpty", &a->allow_empty);
+	get_enum(w, obj, "onImmutable", immutable_names, &immutable);
+	a->on_immutable_replace = immutable == 1;
+	get_list(w, obj, "replaceAllowKinds", &a->replace_allow_kinds);
+	get_enum(w, obj, "deletionPolicy", app_deletion_names, &deletion);
+	a->deletion = (enum app_deletion)deletion;
 	get_enum(w, obj, "foreignFields", foreign_names, &foreign);
 	a->foreign_fields = (enum diff_policy)foreign;
 	/* YAML 1.1 reads a bare `off` as false: it means off all the same. */

@@ -812,6 +812,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 			      ca->name, app_namespace(c, ca),
 			      dopts.field_manager, &err)) < 0)
 		goto fail;
+	app_use_spec(&app, ca);
 	if (ca->object_ns && (error = check_namespaces(c, a, &desired,
 						       &err)) < 0) {
 		a->fail_reason = "NamespaceNotAllowed";
@@ -827,8 +828,8 @@ static int pass(struct controller *c, struct ctl_app *a)
 		dopts.hold = fights_hold;
 		dopts.hold_ctx = a->fights;
 	}
-	if ((error = app_waves_check(&desired, &err)) < 0)
-		goto fail; /* nothing is written for a bad wave */
+	if ((error = app_annotations_check(&desired, &err)) < 0)
+		goto fail; /* nothing is written for a bad annotation */
 	error = app_compare(&app, &desired, &dopts, &reg, &report, a->commit,
 			    &err);
 	if (error == ERR_NOTFOUND && report)
@@ -848,6 +849,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		if ((error = diff_compare(&report, &desired, &app.live, reg,
 					  &dopts, a->commit, &err)) < 0)
 			goto fail;
+		app_report_options(report, &desired);
 	}
 	if (ca->verify == APP_VERIFY_DRY_RUN &&
 	    (error = verify(c, a, &app, report, &desired, reg, &dopts,
@@ -873,9 +875,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		rc = 0;
 		goto out;
 	}
-	so.prune = ca->prune;
-	so.prune_allow = (const char *const *)ca->prune_allow_kinds.v;
-	so.prune_budget = ca->prune_budget;
+	app_sync_options_from_spec(&so, ca);
 	so.applied = on_applied;
 	so.failed = on_failed;
 	so.pruned = on_pruned;
@@ -1221,6 +1221,47 @@ int controller_start(struct controller *c, struct err *err)
 }
 
 /* The app of the running set named `name`, or NULL. */
+/*
+ * An app removed with deletionPolicy: delete takes its objects with it
+ * (the leader does it, once; passes are stopped meanwhile).
+ */
+static void delete_removed(struct controller *c, struct ctl_app *a)
+{
+	const struct app_spec *ca = a->spec;
+	struct app_sync_options so;
+	struct app_sync_result res = APP_SYNC_RESULT_INIT;
+	struct err err = ERR_INIT;
+	struct app app;
+	char counts[96];
+
+	if (!c->leading)
+		return;
+	memset(&app, 0, sizeof(app));
+	app_sync_options_from_spec(&so, ca);
+	so.pruned = on_pruned;
+	so.failed = on_failed;
+	so.applied_ctx = a;
+	if (app_init(&app, app_client(c, a), app_disc(c, a), ca->name,
+		     app_namespace(c, ca), c->cfg->field_manager, &err) < 0 ||
+	    app_delete(&app, &so, &res, &err) < 0) {
+		log_error("app removed, deleting its objects failed", "app",
+			  ca->name, "error", err_first(&err), NULL);
+	} else {
+		snprintf(counts, sizeof(counts), "pruned=%zu kept=%zu failed=%zu",
+			 res.pruned, res.kept, res.failed);
+		if (res.failed)
+			log_error("app removed, some objects not deleted", "app",
+				  ca->name, "counts", counts, "error",
+				  err_first(&res.failures), NULL);
+		else
+			log_info("app removed, its objects deleted", "app",
+				 ca->name, "counts", counts, NULL);
+	}
+	app_sync_result_release(&res);
+	app_release(&app);
+	err_release(&err);
+}
+
 static struct ctl_app *take_app(struct ctl_app **apps, size_t n,
 				const char *name)
 {
@@ -1300,6 +1341,8 @@ int ctl_switch(struct controller *c, const struct config *cfg,
 		if (pool[i]) {
 			res->removed++;
 			dead[ndead++] = pool[i];
+			if (pool[i]->spec->deletion == APP_DELETION_DELETE)
+				delete_removed(c, pool[i]);
 		}
 	for (i = n = 0; i < nspecs; i++)
 		if (apps[i])

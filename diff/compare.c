@@ -1579,6 +1579,16 @@ out:
 	return error;
 }
 
+void diff_field_release(struct diff_field *f)
+{
+	free(f->path);
+	json_decref(f->desired);
+	json_decref(f->live);
+	diff_fight_free(f->fight);
+	owners_free(f->owners, f->nowners);
+	memset(f, 0, sizeof(*f));
+}
+
 void diff_object_report_release(struct diff_object_report *rep)
 {
 	if (!rep)
@@ -1586,15 +1596,8 @@ void diff_object_report_release(struct diff_object_report *rep)
 	diff_key_release(&rep->key);
 	free(rep->api_version);
 	free(rep->origin);
-	for (size_t i = 0; i < rep->nfields; i++) {
-		struct diff_field *f = &rep->fields[i];
-
-		free(f->path);
-		json_decref(f->desired);
-		json_decref(f->live);
-		diff_fight_free(f->fight);
-		owners_free(f->owners, f->nowners);
-	}
+	for (size_t i = 0; i < rep->nfields; i++)
+		diff_field_release(&rep->fields[i]);
 	free(rep->fields);
 	for (size_t i = 0; i < rep->nwarnings; i++)
 		free(rep->warnings[i]);

@@ -695,6 +695,9 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 
 void diff_object_report_release(struct diff_object_report *rep);
 
+/* Free what one field of a report holds; *f is zeroed. */
+void diff_field_release(struct diff_field *f);
+
 /*
  * Compare an app: every desired object with the live object of the same
  * identity, then every live object nobody desires (Orphan). Objects are

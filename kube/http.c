@@ -776,6 +776,47 @@ static int transport_error(struct kube_client *c, CURLcode rc,
 	}
 }
 
+/* Longer Status messages of an Invalid answer are told by their causes. */
+#define LONG_STATUS 300
+
+/*
+ * An Invalid Status whose message quotes whole values (a Job's template
+ * refused as immutable is kilobytes of Go syntax): "<Kind> \"name\" is
+ * invalid: " and each cause as "field: message", an "Invalid value: V: "
+ * prefix cut to "Invalid value: ...: ". False when there are no causes.
+ */
+static bool short_invalid(const json_t *st, const char *msg, struct buf *out)
+{
+	const json_t *causes = json_object_get(json_object_get(st, "details"),
+					       "causes"),
+		     *c;
+	const char *cut = strstr(msg, " is invalid: ");
+	size_t i;
+
+	if (!json_array_size(causes) || !cut)
+		return false;
+	buf_add(out, msg, (size_t)(cut - msg) + strlen(" is invalid: "));
+	json_array_foreach(causes, i, c)
+	{
+		const char *field = json_string_value(json_object_get(c, "field"));
+		const char *m = json_string_value(json_object_get(c, "message"));
+		const char *tail;
+
+		if (!m)
+			continue;
+		if (i)
+			buf_adds(out, "; ");
+		if (field && *field)
+			buf_addf(out, "%s: ", field);
+		if (!strncmp(m, "Invalid value: ", 15) && strlen(m) > 80 &&
+		    (tail = strrchr(m, ':')) && tail[1] == ' ')
+			buf_addf(out, "Invalid value: ...: %s", tail + 2);
+		else
+			buf_adds(out, m);
+	}
+	return true;
+}
+
 /*
  * The error of a non-2xx response: the Status message as kube words it,
  * "<message> (<code> <reason>)", else the start of the body.
@@ -788,6 +829,7 @@ static int status_error(struct kube_response *resp, const char *method,
 	const char *msg, *reason;
 	size_t n, i;
 	char snippet[201];
+	struct buf shorter = BUF_INIT;
 
 	if (code == 0)
 		code = ERR_GENERIC;
@@ -801,9 +843,14 @@ static int status_error(struct kube_response *resp, const char *method,
 		resp->status = st;
 		msg = json_string_value(json_object_get(st, "message"));
 		reason = json_string_value(json_object_get(st, "reason"));
-		return err_set(err, code, "%s (%ld %s)",
+		if (msg && strlen(msg) > LONG_STATUS &&
+		    short_invalid(st, msg, &shorter))
+			msg = buf_cstr(&shorter);
+		code = err_set(err, code, "%s (%ld %s)",
 			       msg && *msg ? msg : "no message", resp->code,
 			       reason && *reason ? reason : "Unknown");
+		buf_release(&shorter);
+		return code;
 	}
 	json_decref(st);
 	n = resp->body.len < sizeof(snippet) - 1 ? resp->body.len

@@ -140,6 +140,10 @@ bool render_var_name(const char *s, size_t n);
 int render_substitute(struct diff_objset *set, const struct render_vars *vars,
 		      bool strict, struct err *err);
 
+/* The annotation that opts an object out of substitution. */
+#define RENDER_ANN_SUBSTITUTE "syncd.io/substitute"
+
+
 /*
  * Tool-based renderers and the one entry point that picks a renderer
  * (renderers/kustomize.c, helm.c, exec.c, detect.c). Tools run through

@@ -39,7 +39,6 @@
 /* Largest string a substitution may produce. */
 #define MAX_RESULT ((size_t)1 << 20)
 
-#define OPT_OUT_ANNOTATION "syncd.io/substitute"
 
 struct subst {
 	const struct render_vars *vars;
@@ -251,7 +250,7 @@ static bool opted_out(const json_t *obj)
 	const json_t *ann = json_object_get(json_object_get(obj, "metadata"),
 					    "annotations");
 	const char *v =
-		json_string_value(json_object_get(ann, OPT_OUT_ANNOTATION));
+		json_string_value(json_object_get(ann, RENDER_ANN_SUBSTITUTE));
 
 	return v && !strcmp(v, "disabled");
 }

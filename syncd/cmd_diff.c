@@ -22,6 +22,7 @@
 static const char usage[] =
 	"usage: syncd diff PATH [--kubeconfig FILE] [--context NAME] [-n NS]\n"
 	"                  [--app NAME] [--server-side | --verify dryRun|off]\n"
+	"                  [--create-namespace]\n"
 	"                  [-o text|json]\n"
 	"                  [--field-manager NAME] [--policy respect|override|report]\n"
 	"                  [--color auto|always|never]\n"
@@ -49,6 +50,9 @@ static const char usage[] =
 	"                             what the server would store (exact\n"
 	"                             under admission webhooks and\n"
 	"                             defaulting; one request per object)\n"
+	"      --create-namespace     the namespace of -n is an object of the\n"
+	"                             app (as sync --create-namespace makes\n"
+	"                             it)\n"
 	"      --verify MODE          dryRun (default): confirm each object\n"
 	"                             found Drifted with one dry-run apply;\n"
 	"                             in sync if the server would store it\n"
@@ -332,6 +336,7 @@ struct cluster_args {
 	enum app_verify verify; /* confirm local drift (not with server_side) */
 	bool verify_set;
 	struct kube_client_options ko;
+	const struct app_spec *spec;
 };
 
 /* Desired against the cluster. */
@@ -356,6 +361,7 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		     opts->field_manager ? opts->field_manager : "syncd",
 		     err) < 0)
 		goto out;
+	app_use_spec(&app, a->spec);
 	error = app_compare(&app, desired, opts, &reg, &report, revision, err);
 	partial = error == ERR_NOTFOUND && report;
 	if (error < 0 && !partial)
@@ -372,6 +378,7 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		}
 		diff_report_free(report);
 		report = exact;
+		app_report_options(report, desired);
 	} else if (a->verify == APP_VERIFY_DRY_RUN && report &&
 		   app_verify(&app, report, desired, reg, opts, NULL, NULL,
 			      err) < 0) {
@@ -411,6 +418,7 @@ static int diff_main(int argc, char **argv)
 		{"context", required_argument, NULL, 'X'},
 		{"app", required_argument, NULL, 'A'},
 		{"server-side", no_argument, NULL, 'S'},
+		{"create-namespace", no_argument, NULL, 'N'},
 		{"verify", required_argument, NULL, 'V'},
 		{"qps", required_argument, NULL, 'Q'},
 		{"burst", required_argument, NULL, 'B'},
@@ -517,6 +525,9 @@ static int diff_main(int argc, char **argv)
 		case 'S':
 			ca.server_side = true;
 			break;
+		case 'N':
+			capp.spec.create_namespace = true;
+			break;
 		case 'V':
 			if (app_verify_parse(optarg, &ca.verify, &err) < 0) {
 				rc = cli_usage_error(&cli_diff_command, "%s",
@@ -603,6 +614,7 @@ static int diff_main(int argc, char **argv)
 		goto out;
 	}
 	/* diff_cluster() prints its own errors (after a partial report). */
+	ca.spec = &capp.spec;
 	rc = diff_cluster(&desired, revision, &ca, &opts, json, color, &err);
 	goto out;
 fail:

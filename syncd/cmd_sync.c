@@ -22,7 +22,9 @@ static const char usage[] =
 	"                  [--dry-run] [--force-conflicts] [--prune]\n"
 	"                  [--verify dryRun|off] [--wait [--timeout D]]\n"
 	"                  [--prune-allow-kind KIND[.GROUP]]...\n"
-	"                  [--prune-budget N]\n"
+	"                  [--prune-budget N] [--allow-empty]\n"
+	"                  [--create-namespace] [--on-immutable report|replace]\n"
+	"                  [--replace-allow-kind KIND[.GROUP]]...\n"
 	"       (PATH, or --repo URL [--revision REV] [--path SUBDIR])\n"
 	"\n"
 	"Make the cluster match what PATH renders to, in one pass:\n"
@@ -79,6 +81,20 @@ static const char usage[] =
 	"                             apiextensions.k8s.io (repeatable)\n"
 	"      --prune-budget N       prune nothing when more than N\n"
 	"                             objects would go (default 50)\n"
+	"      --allow-empty          prune even when PATH renders no\n"
+	"                             objects at all (default: a render of\n"
+	"                             nothing prunes nothing)\n"
+	"      --create-namespace     create the namespace of -n (an object\n"
+	"                             of the app, never pruned unless\n"
+	"                             allowed)\n"
+	"      --on-immutable MODE    report (default): an apply the server\n"
+	"                             refuses for an immutable field fails\n"
+	"                             with its message; replace: delete the\n"
+	"                             object and create it again (objects\n"
+	"                             may also say syncd.io/replace)\n"
+	"      --replace-allow-kind K allow replacing kind K (Namespace,\n"
+	"                             PersistentVolumeClaim, CRDs: never\n"
+	"                             otherwise; repeatable)\n"
 	"      --qps N, --burst N     client-side rate limit: requests per\n"
 	"                             second and burst (default 50, 100)\n"
 	"  -h, --help                 this text\n";
@@ -209,6 +225,10 @@ static int sync_main(int argc, char **argv)
 		{"prune", no_argument, NULL, 'R'},
 		{"prune-allow-kind", required_argument, NULL, 'k'},
 		{"prune-budget", required_argument, NULL, 'b'},
+		{"allow-empty", no_argument, NULL, 'E'},
+		{"create-namespace", no_argument, NULL, 'C'},
+		{"on-immutable", required_argument, NULL, 'I'},
+		{"replace-allow-kind", required_argument, NULL, 'r'},
 		{"qps", required_argument, NULL, 'Q'},
 		{"burst", required_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
@@ -230,7 +250,7 @@ static int sync_main(int argc, char **argv)
 	const char *name = NULL, *path, *revision = NULL;
 	unsigned long budget;
 	uint64_t timeout_ms = WAIT_DEFAULT_MS;
-	bool wait = false;
+	bool wait = false, dry_run = false;
 	char *derived = NULL, *end;
 	int c, r, error, rc = EXIT_ERROR;
 
@@ -267,7 +287,38 @@ static int sync_main(int argc, char **argv)
 			dopts.field_manager = optarg;
 			break;
 		case 'D':
-			so.dry_run = true;
+			dry_run = true;
+			break;
+		case 'E':
+			capp.spec.allow_empty = true;
+			break;
+		case 'C':
+			capp.spec.create_namespace = true;
+			break;
+		case 'I':
+			if (strcmp(optarg, "report") && strcmp(optarg, "replace")) {
+				rc = cli_usage_error(&cli_sync_command,
+						     "--on-immutable wants report "
+						     "or replace, not \"%s\"",
+						     optarg);
+				goto out;
+			}
+			capp.spec.on_immutable_replace =
+				!strcmp(optarg, "replace");
+			break;
+		case 'r':
+			if (capp.spec.replace_allow_kinds.len == MAX_ALLOW) {
+				rc = cli_usage_error(&cli_sync_command,
+						     "more than %d "
+						     "--replace-allow-kind",
+						     MAX_ALLOW);
+				goto out;
+			}
+			if (strvec_push(&capp.spec.replace_allow_kinds,
+					optarg) < 0) {
+				fprintf(stderr, "error: out of memory\n");
+				goto out;
+			}
 			break;
 		case 'F':
 			capp.spec.foreign_fields = DIFF_POLICY_OVERRIDE;
@@ -354,7 +405,7 @@ static int sync_main(int argc, char **argv)
 		goto out;
 	}
 
-	if (wait && so.dry_run) {
+	if (wait && dry_run) {
 		rc = cli_usage_error(&cli_sync_command,
 				     "--wait waits for what a sync applied: "
 				     "not with --dry-run");
@@ -371,9 +422,8 @@ static int sync_main(int argc, char **argv)
 		name = derived;
 	}
 	/* What the spec says of keeping the app. */
-	so.prune = capp.spec.prune;
-	so.prune_allow = (const char *const *)capp.spec.prune_allow_kinds.v;
-	so.prune_budget = capp.spec.prune_budget;
+	app_sync_options_from_spec(&so, &capp.spec);
+	so.dry_run = dry_run;
 	/* A wave waits for the one before it as --wait would. */
 	so.wave_wait_ms = timeout_ms;
 	dopts.policy = capp.spec.foreign_fields;
@@ -384,12 +434,13 @@ static int sync_main(int argc, char **argv)
 	}
 
 	if (cli_app_load(&capp, path, &desired, &revision, &err) < 0 ||
-	    app_waves_check(&desired, &err) < 0 ||
+	    app_annotations_check(&desired, &err) < 0 ||
 	    app_conn_open(&conn, kubeconfig, context, &ko, &err) < 0 ||
 	    app_init(&app, conn.client, conn.disc, name,
 		     ns ? ns : conn.cfg.namespace, dopts.field_manager,
 		     &err) < 0)
 		goto fail;
+	app_use_spec(&app, &capp.spec);
 	error = app_compare(&app, &desired, &dopts, &reg, &report, revision,
 			    &err);
 	if (error == ERR_NOTFOUND && report) {
