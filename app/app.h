@@ -534,6 +534,9 @@ struct app_spec {
 	 */
 	const char *object_ns;
 	long long object_generation;
+	/* The cluster it deploys to (syncd.yaml `clusters:`); NULL: the
+	 * one syncd runs against. */
+	const char *cluster;
 	/* Reads and writes as this service account of object_ns; NULL:
 	 * syncd's own identity. */
 	const char *service_account;

@@ -1004,7 +1004,7 @@ static const char *const app_keys[] = {
 	"foreignFields", "ignore",	    "verify",	   "dependsOn",
 	"serviceAccountName", "createNamespace", "namespaceMetadata",
 	"allowEmpty", "onImmutable", "replaceAllowKinds", "deletionPolicy",
-	NULL,
+	"cluster", NULL,
 };
 
 static const char *const immutable_names[] = {"report", "replace", NULL};
@@ -1031,8 +1031,7 @@ static void walk_ns_metadata(struct walk *w, const json_t *obj,
 				struct mark mi = push_key(w, k);
 
 				if (!json_is_string(item))
-					wrong_type(w, "a string (quote it)",
-						   item);
+					wrong_type(w, "a string", item);
 				else if (!k[0])
 					problem(w, "empty name");
 				pop(w, mi);
@@ -1068,8 +1067,13 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 	if (w->object) {
 		static const char *const name[] = {"name", NULL};
 
+		static const char *const cluster[] = {"cluster", NULL};
+
 		refuse_keys(w, obj, name, "not allowed in an App object "
 					  "(its name is metadata.name)");
+		refuse_keys(w, obj, cluster,
+			    "not allowed in an App object (the clusters "
+			    "syncd deploys to are its own configuration)");
 		spec_str(w, a, obj, "serviceAccountName",
 			 &a->service_account);
 		if (a->service_account &&
@@ -1083,6 +1087,7 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 		static const char *const sa[] = {"serviceAccountName", NULL};
 
 		refuse_keys(w, obj, sa, ONLY_IN_OBJECT);
+		spec_str(w, a, obj, "cluster", &a->cluster);
 		required(w, obj, "name");
 		spec_str(w, a, obj, "name", &a->name);
 		check_label(w, "name", a->name);
@@ -1229,8 +1234,102 @@ static const char *const top_keys[] = {
 	"resync",   "workers", "fieldManager", "kubeconfig", "context",
 	"cacheDir", "qps",     "burst",	       "watch",	     "log",
 	"listen",   "apps",    "fightDetection", "api", "webhook",
-	"leaderElection", "events", "health", "appObjects", NULL,
+	"leaderElection", "events", "health", "appObjects", "clusters", NULL,
 };
+static const char *const cluster_keys[] = {
+	"name", "kubeconfig", "context", "kubeconfigSecret", NULL,
+};
+static const char *const cluster_secret_keys[] = {
+	"namespace", "name", "key", NULL,
+};
+
+/* Most clusters one syncd serves. */
+#define CONFIG_MAX_CLUSTERS 64
+
+static void walk_cluster(struct walk *w, const json_t *obj,
+			 struct config_cluster *cl)
+{
+	const json_t *sec;
+
+	if (!check_map(w, obj, cluster_keys))
+		return;
+	required(w, obj, "name");
+	get_str(w, obj, "name", &cl->name);
+	check_label(w, "name", cl->name);
+	if (cl->name && !strcmp(cl->name, CONFIG_HOME_CLUSTER)) {
+		struct mark m = push_key(w, "name");
+
+		problem(w, "\"%s\" is the cluster syncd runs against "
+			   "(kubeconfig and context at the top)",
+			CONFIG_HOME_CLUSTER);
+		pop(w, m);
+	}
+	get_file(w, obj, "kubeconfig", &cl->kubeconfig);
+	get_str(w, obj, "context", &cl->context);
+	if ((sec = json_object_get(obj, "kubeconfigSecret"))) {
+		struct mark m = push_key(w, "kubeconfigSecret");
+
+		if (check_map(w, sec, cluster_secret_keys)) {
+			required(w, sec, "namespace");
+			required(w, sec, "name");
+			get_str(w, sec, "namespace", &cl->secret_ns);
+			get_str(w, sec, "name", &cl->secret_name);
+			get_str(w, sec, "key", &cl->secret_key);
+			check_label(w, "namespace", cl->secret_ns);
+		}
+		pop(w, m);
+	}
+	if (!!cl->kubeconfig == !!sec)
+		problem(w, "wants one of kubeconfig or kubeconfigSecret");
+}
+
+static void walk_clusters(struct walk *w, const json_t *v, struct config *c)
+{
+	struct mark m = push_key(w, "clusters");
+	const json_t *item;
+	size_t i;
+
+	if (!json_is_array(v)) {
+		wrong_type(w, "a list", v);
+	} else if (json_array_size(v) > CONFIG_MAX_CLUSTERS) {
+		problem(w, "more than %u clusters", CONFIG_MAX_CLUSTERS);
+	} else if (!(c->clusters = calloc(json_array_size(v) + 1,
+					  sizeof(*c->clusters)))) {
+		w->nomem = true;
+	} else {
+		json_array_foreach(v, i, item)
+		{
+			struct mark mi = push_index(w, i);
+			struct config_cluster *cl = &c->clusters[c->nclusters++];
+
+			walk_cluster(w, item, cl);
+			for (size_t j = 0; cl->name && j + 1 < c->nclusters;
+			     j++)
+				if (c->clusters[j].name &&
+				    !strcmp(c->clusters[j].name, cl->name))
+					problem(w, "duplicate cluster name "
+						   "\"%s\"",
+						cl->name);
+			pop(w, mi);
+		}
+	}
+	pop(w, m);
+}
+
+/* Every app's cluster is one of `clusters:`. */
+static void check_clusters(struct walk *w, const struct config *c,
+			   const struct app_spec *a)
+{
+	if (!a->cluster || !strcmp(a->cluster, CONFIG_HOME_CLUSTER))
+		return;
+	for (size_t i = 0; i < c->nclusters; i++)
+		if (c->clusters[i].name && !strcmp(c->clusters[i].name,
+						   a->cluster))
+			return;
+	struct mark m = push_key(w, "cluster");
+	problem(w, "\"%s\" is not among clusters:", a->cluster);
+	pop(w, m);
+}
 static const char *const objects_keys[] = {
 	"enabled", "namespaces", "clusterWide", "targets", NULL,
 };
@@ -1457,6 +1556,8 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 		pop(w, m);
 	}
 	get_bool(w, root, "events", &c->events);
+	if ((v = json_object_get(root, "clusters")))
+		walk_clusters(w, v, c);
 	if ((v = json_object_get(root, "appObjects")))
 		walk_objects(w, v, c);
 	if ((v = json_object_get(root, "health")))
@@ -1530,6 +1631,7 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 		json_t *first;
 
 		walk_app(w, item, a);
+		check_clusters(w, c, a);
 		a->raw = json_incref(item);
 		if (a->name && (first = json_object_get(names, a->name))) {
 			struct mark mn = push_key(w, "name");
@@ -1561,6 +1663,15 @@ void config_free(struct config *cfg)
 	for (size_t i = 0; i < cfg->napps; i++)
 		app_spec_release(&cfg->apps[i]);
 	free(cfg->apps);
+	for (size_t i = 0; i < cfg->nclusters; i++) {
+		free(cfg->clusters[i].name);
+		free(cfg->clusters[i].kubeconfig);
+		free(cfg->clusters[i].context);
+		free(cfg->clusters[i].secret_ns);
+		free(cfg->clusters[i].secret_name);
+		free(cfg->clusters[i].secret_key);
+	}
+	free(cfg->clusters);
 	health_rules_free(cfg->health);
 	strvec_release(&cfg->objects.namespaces);
 	strvec_release(&cfg->objects.cluster_wide);

@@ -154,20 +154,34 @@ static void on_fight(bool started, const struct diff_key *key,
 static const char *app_namespace(const struct controller *c,
 				 const struct app_spec *ca)
 {
-	return ca->namespace ? ca->namespace : c->conn.cfg.namespace;
+	/* Another cluster: not its kubeconfig's, which may not be read yet. */
+	return ca->namespace ? ca->namespace
+	       : ca->cluster ? "default"
+			     : c->conn.cfg.namespace;
 }
 
 /* The client and discovery an app reads and writes with. */
 static struct kube_client *app_client(struct controller *c,
 				      const struct ctl_app *a)
 {
-	return a->client ? a->client : c->conn.client;
+	return a->client	? a->client
+	       : a->cluster ? a->cluster->conn.client
+			    : c->conn.client;
 }
 
 static struct kube_discovery *app_disc(struct controller *c,
 				       const struct ctl_app *a)
 {
-	return a->disc ? a->disc : c->conn.disc;
+	return a->disc	      ? a->disc
+	       : a->cluster ? a->cluster->conn.disc
+			    : c->conn.disc;
+}
+
+/* The watch cache of the app's cluster (NULL: watch off). */
+static struct kube_watchcache *app_wc(struct controller *c,
+				      const struct ctl_app *a)
+{
+	return a->cluster ? a->cluster->wc : c->wc;
 }
 
 /*
@@ -214,6 +228,7 @@ static int new_app(struct ctl_app **out, struct controller *c,
 		goto fail;
 	}
 	a->spec = ca;
+	a->cluster = ctl_cluster_find(c, ca->cluster);
 	if (ca->service_account && ca->object_ns &&
 	    (error = impersonate(c, a, err)) < 0)
 		goto fail;
@@ -530,7 +545,7 @@ static int cache_list(const struct app *app, const struct kube_resource *res,
 		      const char *ns, json_t **items, void *ctx)
 {
 	struct ctl_app *a = ctx;
-	struct kube_watchcache *wc = a->ctl->wc;
+	struct kube_watchcache *wc = app_wc(a->ctl, a);
 	struct buf key = BUF_INIT;
 	json_t *mine, *obj;
 	const char *scope;
@@ -601,7 +616,7 @@ static void on_pruned(const json_t *live, void *ctx)
  * The watch cache's callback: a managed object changed. Our own writes'
  * echoes are ignored; anything else runs the app soon.
  */
-static void on_change(const char *id, const char *rv, void *ctx)
+void ctl_on_change(const char *id, const char *rv, void *ctx)
 {
 	struct controller *c = ctx;
 	char name[QUEUE_NAME_MAX + 1] = "";
@@ -765,7 +780,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	 * one per resync period list the server (a lost watch event only
 	 * delays convergence until then).
 	 */
-	a->relist = !c->wc || !a->listed_ms ||
+	a->relist = !app_wc(c, a) || !a->listed_ms ||
 		    now - a->listed_ms >= c->cfg->resync_ms / 10 * 9;
 	if (a->relist)
 		json_object_clear(a->written);
@@ -779,6 +794,10 @@ static int pass(struct controller *c, struct ctl_app *a)
 		ctl_status_waiting(a, buf_cstr(&why));
 		buf_release(&why);
 		return 0;
+	}
+	if (a->cluster && (error = ctl_cluster_open(a->cluster, &err)) < 0) {
+		a->fail_reason = "ClusterUnreachable";
+		goto fail;
 	}
 	a->fail_reason = "SourceFailed";
 	if ((error = load_app(c, a, &stale, &err)) < 0)
@@ -820,7 +839,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	}
 	a->fail_reason = "SyncFailed";
 	/* Impersonated reads go to the server: the cache reads as syncd. */
-	if (c->wc && !a->client) {
+	if (app_wc(c, a) && !a->client) {
 		app.list_hook = cache_list;
 		app.list_ctx = a;
 	}
@@ -836,7 +855,8 @@ static int pass(struct controller *c, struct ctl_app *a)
 		err_reset(&err); /* unserved kinds fail, the rest goes on */
 	else if (error < 0)
 		goto fail;
-	c->api_ok = true;
+	if (!a->cluster)
+		c->api_ok = true;
 	if (a->relist)
 		a->listed_ms = now;
 	/*
@@ -927,7 +947,21 @@ static int pass(struct controller *c, struct ctl_app *a)
 	rc = 0;
 	goto out;
 fail:
-	log_error("pass failed", "app", ca->name, "revision",
+	if (a->cluster && !atomic_load(&a->cluster->up)) {
+		struct err named = ERR_INIT;
+
+		/* Say which cluster did not answer. */
+		a->fail_reason = "ClusterUnreachable";
+		if (strncmp(err_first(&err), "cluster ", 8)) {
+			err_set(&named, error, "cluster %s: %s",
+				ctl_cluster_name(a->cluster), err_first(&err));
+			err_reset(&err);
+			err_move(&err, &named);
+		}
+		err_release(&named);
+	}
+	log_error("pass failed", "app", ca->name, "cluster",
+		  ctl_cluster_name(a->cluster), "revision",
 		  a->commit[0] ? a->commit : a->seen,
 		  "error", err_first(&err), NULL);
 out:
@@ -978,7 +1012,8 @@ static void on_response(const char *verb, int code, void *ctx)
 {
 	struct controller *c = ctx;
 	char n[16];
-	const char *labels[] = {"verb", verb, "code", n, NULL};
+	const char *labels[] = {"cluster", CONFIG_HOME_CLUSTER, "verb", verb,
+				"code",	   n,			NULL};
 
 	snprintf(n, sizeof(n), "%d", code);
 	metrics_counter_add(c->metrics, "syncd_kube_requests_total", labels,
@@ -1014,7 +1049,8 @@ int controller_new(struct controller **out, const struct config *cfg,
 	co.prefer_in_cluster = !cfg->kubeconfig;
 	ko.qps = cfg->qps;
 	ko.burst = cfg->burst;
-	if ((error = app_conn_open_with(&c->conn, &co, &ko, err)) < 0)
+	if ((error = app_conn_open_with(&c->conn, &co, &ko, err)) < 0 ||
+	    (error = ctl_clusters_new(c, err)) < 0)
 		goto fail;
 	if (cfg->napps &&
 	    !(c->apps = calloc(cfg->napps, sizeof(*c->apps)))) {
@@ -1026,7 +1062,7 @@ int controller_new(struct controller **out, const struct config *cfg,
 			goto fail;
 		c->napps++;
 	}
-	wo.changed = on_change;
+	wo.changed = ctl_on_change;
 	wo.ctx = c;
 	/* Health is read from status, and a change of it is worth a pass. */
 	wo.keep_status = true;
@@ -1352,6 +1388,9 @@ int ctl_switch(struct controller *c, const struct config *cfg,
 	c->apps = apps;
 	c->napps = n;
 	c->cfg = cfg;
+	/* The same clusters (a change of them is a restart), new storage. */
+	for (i = 0; i < c->nclusters && i < cfg->nclusters; i++)
+		c->clusters[i].cfg = &cfg->clusters[i];
 	pthread_mutex_unlock(&c->lock);
 	for (i = 0; i < ndead; i++) {
 		ctl_metrics_forget(c, dead[i]->spec->name);
@@ -1420,6 +1459,7 @@ int controller_stop(struct controller *c, unsigned grace_ms)
 			 NULL);
 	err_release(&err);
 	kube_watchcache_stop(c->wc);
+	ctl_clusters_stop(c);
 	return error;
 }
 
@@ -1442,6 +1482,7 @@ void controller_free(struct controller *c)
 		free_app(c->apps[i]);
 	free(c->apps);
 	ctl_objects_free(c); /* after the apps: they borrow its specs */
+	ctl_clusters_free(c);
 	app_conn_close(&c->conn);
 	pthread_mutex_destroy(&c->switch_lock);
 	pthread_mutex_destroy(&c->lock);

@@ -45,6 +45,19 @@
 /* Most apps one file may list. */
 #define CONFIG_MAX_APPS 10000u
 
+/* The name of the cluster syncd itself runs against. */
+#define CONFIG_HOME_CLUSTER "default"
+
+/* One entry of `clusters:`: a kubeconfig file or a Secret holding one. */
+struct config_cluster {
+	char *name;
+	char *kubeconfig; /* a file; NULL: secret_name */
+	char *context;	  /* NULL: the kubeconfig's current context */
+	/* kubeconfigSecret: a Secret of the home cluster, key (default
+	 * "value") holding the kubeconfig. */
+	char *secret_ns, *secret_name, *secret_key;
+};
+
 struct config {
 	char *path;	     /* the file as given */
 	uint64_t resync_ms;  /* default 3m */
@@ -89,6 +102,13 @@ struct config {
 		struct strvec cluster_wide;
 		struct strvec targets;
 	} objects;
+	/*
+	 * clusters: the clusters apps may target by name (`cluster:` of an
+	 * app); the one syncd runs against (kubeconfig, context above) is
+	 * CONFIG_HOME_CLUSTER and is not listed.
+	 */
+	struct config_cluster *clusters;
+	size_t nclusters;
 	struct app_spec *apps; /* the apps, in file order */
 	size_t napps;
 	json_t *raw_globals; /* the top level less `apps`, or NULL */

@@ -72,6 +72,11 @@ struct ctl_status {
 #define CTL_CRED_MAX 5
 
 /* One app's state between passes; only its own pass touches it. */
+/* "/proc/self/fd/N" */
+#define CTL_MEMFD_PATH 32
+
+struct ctl_cluster;
+
 struct ctl_app {
 	const struct app_spec *spec; /* the config's */
 	struct source_git *gs;
@@ -122,12 +127,14 @@ struct ctl_app {
 	 * the pass, read by ctl_objects_status() on the same thread.
 	 */
 	const char *fail_reason;
+	/* The cluster it deploys to; NULL: the controller's own (c->conn). */
+	struct ctl_cluster *cluster;
 	/*
 	 * An App's secretRef: each credential in a memfd the source reads
 	 * as /proc/self/fd/N (never on disk); -1: none.
 	 */
 	int cred_fd[CTL_CRED_MAX];
-	char cred_path[CTL_CRED_MAX][32];
+	char cred_path[CTL_CRED_MAX][CTL_MEMFD_PATH];
 	char *cred_user;
 };
 
@@ -155,7 +162,49 @@ struct controller {
 	struct ctl_objects *objects; /* App objects; NULL: off */
 	/* One switch of the running set at a time (reloads, App changes). */
 	pthread_mutex_t switch_lock;
+	/* The other clusters of the configuration (clusters:), in order. */
+	struct ctl_cluster *clusters;
+	size_t nclusters;
 };
+
+/*
+ * A value in a memfd (never on disk): *fd, and the path that reads it
+ * ("/proc/self/fd/N"). objects.c.
+ */
+int ctl_memfd(const char *name, const struct buf *value, int *fd,
+	      char path[CTL_MEMFD_PATH], struct err *err);
+
+/*
+ * clusters.c: the clusters apps deploy to besides the controller's own.
+ * Each has one client, discovery cache and watch cache, shared by its
+ * apps, opened by the first pass that needs it (a cluster that is down
+ * fails only its apps' passes, which the queue retries with backoff);
+ * its kubeconfig comes from a file or from a Secret of the home cluster
+ * (read into a memfd, never on disk).
+ */
+struct ctl_cluster {
+	const struct config_cluster *cfg;
+	struct controller *ctl;
+	pthread_mutex_t lock; /* opening */
+	bool open;
+	struct app_conn conn;
+	struct kube_watchcache *wc; /* NULL: watch off, or not open */
+	/* The last answer: 1 the API server answered, 0 it did not, -1
+	 * nothing asked yet. */
+	atomic_int up;
+};
+
+int ctl_clusters_new(struct controller *c, struct err *err);
+/* The watch caches' callback: a managed object of app `id` changed. */
+void ctl_on_change(const char *id, const char *rv, void *ctx);
+/* The cluster `name` names; NULL for the home cluster (or NULL name). */
+struct ctl_cluster *ctl_cluster_find(struct controller *c, const char *name);
+/* Open it (once; later calls return at once). */
+int ctl_cluster_open(struct ctl_cluster *cl, struct err *err);
+/* The name to show for an app's cluster. */
+const char *ctl_cluster_name(const struct ctl_cluster *cl);
+void ctl_clusters_stop(struct controller *c);
+void ctl_clusters_free(struct controller *c);
 
 /*
  * controller.c: make `specs` the running set (apps configured exactly

@@ -866,25 +866,33 @@ void ctl_objects_credentials_release(struct ctl_app *a)
 	a->cred_user = NULL;
 }
 
+int ctl_memfd(const char *name, const struct buf *value, int *fd,
+	      char path[CTL_MEMFD_PATH], struct err *err)
+{
+	*fd = memfd_create(name, MFD_CLOEXEC);
+	if (*fd < 0)
+		return err_set(err, ERR_IO, "memfd_create: %s",
+			       err_errno_str(errno));
+	if (write(*fd, value->ptr, value->len) != (ssize_t)value->len) {
+		close(*fd);
+		*fd = -1;
+		return err_set(err, ERR_IO, "memfd: %s", err_errno_str(errno));
+	}
+	snprintf(path, CTL_MEMFD_PATH, "/proc/self/fd/%d", *fd);
+	return 0;
+}
+
 /* One decoded value in a memfd; its /proc/self/fd path into a. */
 static int cred_memfd(struct ctl_app *a, size_t i, const char *key,
 		      const struct buf *value, const char **field,
 		      struct err *err)
 {
-	int fd = memfd_create(key, MFD_CLOEXEC);
+	int error = ctl_memfd(key, value, &a->cred_fd[i], a->cred_path[i],
+			      err);
 
-	if (fd < 0)
-		return err_set(err, ERR_IO, "memfd_create: %s",
-			       err_errno_str(errno));
-	if (write(fd, value->ptr, value->len) != (ssize_t)value->len) {
-		close(fd);
-		return err_set(err, ERR_IO, "memfd: %s", err_errno_str(errno));
-	}
-	a->cred_fd[i] = fd;
-	snprintf(a->cred_path[i], sizeof(a->cred_path[i]), "/proc/self/fd/%d",
-		 fd);
-	*field = a->cred_path[i];
-	return 0;
+	if (error == 0)
+		*field = a->cred_path[i];
+	return error;
 }
 
 int ctl_objects_credentials(struct controller *c, struct ctl_app *a,

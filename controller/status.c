@@ -72,8 +72,12 @@ void ctl_metrics_declare(struct metrics *m)
 			"(the server refuses the apply).",
 			NULL, 0);
 	metrics_declare(m, "syncd_kube_requests_total", METRICS_COUNTER,
-			"Kubernetes API requests by verb and status code (0: "
-			"no response).",
+			"Kubernetes API requests by cluster, verb and status "
+			"code (0: no response).",
+			NULL, 0);
+	metrics_declare(m, "syncd_cluster_up", METRICS_GAUGE,
+			"1 when the last request to each cluster of clusters: "
+			"got an answer, 0 when it did not.",
 			NULL, 0);
 	metrics_declare(m, "syncd_leader", METRICS_GAUGE,
 			"1 when this replica writes (the leader, or no leader "
@@ -235,7 +239,8 @@ static void app_gauges(struct controller *c, struct ctl_app *a)
 	const char *info[] = {"app",  name,	     "repo",
 			      a->spec->git.url,  "path",
 			      a->spec->git.subpath ? a->spec->git.subpath : "",
-			      "revision", a->st.revision, NULL};
+			      "revision", a->st.revision, "cluster",
+			      ctl_cluster_name(a->cluster), NULL};
 
 	if (!m)
 		return;
@@ -588,6 +593,9 @@ static json_t *summary_json(const struct ctl_app *a)
 		since, "error", a->st.error);
 	/* "s?" already wrote null for each absent value. */
 	if (o)
+		json_object_set_new(o, "cluster",
+				    json_string(ctl_cluster_name(a->cluster)));
+	if (o)
 		json_object_set_new(o, "sourceError",
 				    a->st.source_error
 					    ? json_string(a->st.source_error)
@@ -813,7 +821,9 @@ static void emit(struct ctl_app *a, const json_t *regarding_obj,
 			json_array_remove(a->st.events, EVENTS_MAX);
 	pthread_mutex_unlock(&a->st_lock);
 	buf_release(&obj);
-	if (a->ctl->events)
+	/* Kubernetes Events go to the cluster syncd runs against: about its
+	 * own objects only (the HTTP API keeps the others'). */
+	if (a->ctl->events && !a->cluster)
 		kube_events_emit(a->ctl->events, regarding_obj, type, reason,
 				 action, note);
 }

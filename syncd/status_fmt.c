@@ -5,6 +5,7 @@
  * floor each, and their cells are cut with "…" (a field path keeps its
  * end: the leaf is what tells fields apart).
  */
+#include "controller/controller.h"
 #include "syncd/status_fmt.h"
 #include "util/clock.h"
 
@@ -17,7 +18,7 @@
 #define ELLIPSIS    "\xe2\x80\xa6" /* U+2026, one column */
 #define COLOR_RESET "\033[0m"
 #define COL_GAP	    2
-#define MAX_COLS    8
+#define MAX_COLS    9
 #define LABEL_WIDTH 11
 
 void status_fmt_duration(char *out, size_t size, long long seconds)
@@ -452,13 +453,20 @@ int status_fmt_apps(struct buf *out, const json_t *doc,
 			 {"DRIFTED", 0, 0, false, 0},
 			 {"FOREIGN", 0, 0, false, 0},
 			 {"LAST SYNC", 0, 0, false, 0},
-			 {"DRIFT", 0, 0, false, 0}},
+			 {"DRIFT", 0, 0, false, 0},
+			 {"CLUSTER", 0, 0, false, 0}},
 		.ncols = 8,
 		.color_col = opts->color ? 1 : -1,
 	};
 	const json_t *apps = json_object_get(doc, "apps"), *leader, *app;
 	int error = 0;
 	size_t i;
+
+	/* A cluster column once some app deploys to another cluster. */
+	json_array_foreach (apps, i, app)
+		if (str(app, "cluster") &&
+		    strcmp(str(app, "cluster"), CONFIG_HOME_CLUSTER))
+			t.ncols = 9;
 
 	if (!json_is_object(doc) || !json_is_array(apps)) {
 		error = err_set(err, ERR_PARSE,
@@ -486,9 +494,11 @@ int status_fmt_apps(struct buf *out, const json_t *doc,
 		const char *health =
 			str(json_object_get(app, "health"), "status");
 		/* Fighting fields: the State column, and `syncd status APP`. */
-		const char *cells[8] = {name,	 state,	  health ? health : "-",
+		const char *cells[9] = {name,	 state,	  health ? health : "-",
 					rev,	 drifted, foreign,
-					sync,	 drift};
+					sync,	 drift,
+					str(app, "cluster") ? str(app, "cluster")
+							    : CONFIG_HOME_CLUSTER};
 		json_t *f = json_object_get(summary, "fields");
 		json_t *ff = json_object_get(summary, "foreignFields");
 		json_t *hf = json_object_get(summary, "fightingFields");
@@ -695,6 +705,10 @@ int status_fmt_app(struct buf *out, const json_t *doc,
 				    str(doc, "revision") ? str(doc, "revision")
 							 : "-",
 				    NULL, width);
+	if (!error && str(doc, "cluster") &&
+	    strcmp(str(doc, "cluster"), CONFIG_HOME_CLUSTER))
+		error = header_line(out, "Cluster:", str(doc, "cluster"), NULL,
+				    width);
 	if (!error && str(doc, "repo"))
 		error = header_line(out, "Repo:", str(doc, "repo"), NULL,
 				    width);

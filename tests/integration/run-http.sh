@@ -313,7 +313,7 @@ expect_match '^syncd_app_objects\{app="report",state="Drifted"\} 1$' \
 	"$hbody" "/metrics: report has one Drifted object"
 expect_match '^syncd_app_drift_seconds\{app="report"\} [1-9]' \
 	"$hbody" "/metrics: report has been out of sync for some seconds"
-expect_match '^syncd_kube_requests_total\{code="200",verb="[a-z]+"\} [1-9]' \
+expect_match '^syncd_kube_requests_total\{cluster="default",code="200",verb="[a-z]+"\} [1-9]' \
 	"$hbody" "/metrics counts API requests by verb and code"
 expect_match '^syncd_leader 1$' "$hbody" "/metrics: syncd_leader 1 without leader election"
 expect_eq "$(grep '^syncd_app_health{app="web",' "$tmp/metrics.txt" | sort | tr '\n' ' ')" \

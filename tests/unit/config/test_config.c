@@ -641,3 +641,69 @@ Test(config, depends_on_checked)
 		     "\"nope\"\n" CASES
 		     "bad-depends.yaml:10: apps[2].dependsOn: a cycle: c -> c");
 }
+
+Test(config, clusters)
+{
+	struct config *c = load_ok(CASES "clusters.yaml");
+	const struct app_spec *far = &c->apps[1];
+
+	cr_assert_eq(c->nclusters, 2);
+	cr_assert_str_eq(c->clusters[0].name, "west");
+	cr_assert_str_eq(c->clusters[0].kubeconfig,
+			 CASES "west.kubeconfig"); /* beside the file */
+	cr_assert_str_eq(c->clusters[0].context, "w");
+	cr_assert_null(c->clusters[0].secret_name);
+	cr_assert_str_eq(c->clusters[1].name, "east");
+	cr_assert_null(c->clusters[1].kubeconfig);
+	cr_assert_str_eq(c->clusters[1].secret_ns, "syncd");
+	cr_assert_str_eq(c->clusters[1].secret_name, "east-kubeconfig");
+	cr_assert_null(c->clusters[1].secret_key); /* "value" */
+	cr_assert_null(c->apps[0].cluster);
+	cr_assert_eq(c->apps[0].deletion, APP_DELETION_ORPHAN);
+	cr_assert_not(c->apps[0].create_namespace);
+	cr_assert_not(c->apps[0].on_immutable_replace);
+	cr_assert_str_eq(far->cluster, "east");
+	cr_assert(far->create_namespace);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(far->namespace_metadata,
+						 "labels"),
+				 "team")),
+			 "far");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(far->namespace_metadata,
+						 "annotations"),
+				 "owner")),
+			 "ops");
+	cr_assert(far->allow_empty);
+	cr_assert(far->on_immutable_replace);
+	cr_assert_eq(far->replace_allow_kinds.len, 1);
+	cr_assert_str_eq(far->replace_allow_kinds.v[0],
+			 "PersistentVolumeClaim");
+	cr_assert_eq(far->deletion, APP_DELETION_DELETE);
+	config_free(c);
+}
+
+Test(config, bad_clusters)
+{
+	const char *f = CASES "bad-clusters.yaml";
+	char want[4096];
+
+	snprintf(want, sizeof(want),
+		 "%s:2: clusters[0]: wants one of kubeconfig or "
+		 "kubeconfigSecret\n"
+		 "%s:5: clusters[1].name: \"default\" is the cluster syncd "
+		 "runs against (kubeconfig and context at the top)\n"
+		 "%s:7: clusters[2]: wants one of kubeconfig or "
+		 "kubeconfigSecret\n"
+		 "%s:8: clusters[3]: duplicate cluster name \"west\"\n"
+		 "%s:13: apps[0].cluster: \"north\" is not among clusters:\n"
+		 "%s:14: apps[0].onImmutable: \"recreate\" is not one of "
+		 "report, replace\n"
+		 "%s:15: apps[0].deletionPolicy: \"cascade\" is not one of "
+		 "orphan, delete\n"
+		 "%s:17: apps[0].namespaceMetadata.labels.tier: expected a "
+		 "string, got an integer\n"
+		 "%s:18: apps[0].namespaceMetadata.owners: unknown key",
+		 f, f, f, f, f, f, f, f, f);
+	expect(f, ERR_INVALID, want);
+}

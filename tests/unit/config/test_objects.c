@@ -271,3 +271,15 @@ Test(objects, bad_app_objects_block)
 	unlink(path);
 	err_release(&err);
 }
+
+Test(objects, cluster_refused)
+{
+	char *msg = refused("{\"source\": {\"repo\": \"https://g.example/r\"}, "
+			    "\"cluster\": \"prod\"}");
+
+	cr_assert(strstr(msg, "App team-a/web: spec.cluster: not allowed in an "
+			      "App object (the clusters syncd deploys to are "
+			      "its own configuration)"),
+		  "%s", msg);
+	free(msg);
+}
