@@ -113,6 +113,20 @@ static const char usage_tail[] =
 
 #define MAX_ALLOW 16
 
+/* One more KIND of a repeatable --*-allow-kind flag: EXIT_OK, or the
+ * exit status of the error already printed. */
+static int add_kind(struct strvec *kinds, const char *flag, const char *kind)
+{
+	if (kinds->len == MAX_ALLOW)
+		return cli_usage_error(&cli_sync_command, "more than %d %s",
+				       MAX_ALLOW, flag);
+	if (strvec_push(kinds, kind) < 0) {
+		fprintf(stderr, "error: out of memory\n");
+		return EXIT_ERROR;
+	}
+	return EXIT_OK;
+}
+
 static int print_result(const struct app_sync_result *res, bool dry_run)
 {
 	struct buf out = BUF_INIT;
@@ -307,18 +321,11 @@ static int sync_main(int argc, char **argv)
 				!strcmp(optarg, "replace");
 			break;
 		case 'r':
-			if (capp.spec.replace_allow_kinds.len == MAX_ALLOW) {
-				rc = cli_usage_error(&cli_sync_command,
-						     "more than %d "
-						     "--replace-allow-kind",
-						     MAX_ALLOW);
+			if ((rc = add_kind(&capp.spec.replace_allow_kinds,
+					   "--replace-allow-kind", optarg)) !=
+			    EXIT_OK)
 				goto out;
-			}
-			if (strvec_push(&capp.spec.replace_allow_kinds,
-					optarg) < 0) {
-				fprintf(stderr, "error: out of memory\n");
-				goto out;
-			}
+			rc = EXIT_ERROR;
 			break;
 		case 'F':
 			capp.spec.foreign_fields = DIFF_POLICY_OVERRIDE;
@@ -350,18 +357,11 @@ static int sync_main(int argc, char **argv)
 			capp.spec.prune = true;
 			break;
 		case 'k':
-			if (capp.spec.prune_allow_kinds.len == MAX_ALLOW) {
-				rc = cli_usage_error(&cli_sync_command,
-						     "more than %d "
-						     "--prune-allow-kind",
-						     MAX_ALLOW);
+			if ((rc = add_kind(&capp.spec.prune_allow_kinds,
+					   "--prune-allow-kind", optarg)) !=
+			    EXIT_OK)
 				goto out;
-			}
-			if (strvec_push(&capp.spec.prune_allow_kinds,
-					optarg) < 0) {
-				fprintf(stderr, "error: out of memory\n");
-				goto out;
-			}
+			rc = EXIT_ERROR;
 			break;
 		case 'b':
 			budget = strtoul(optarg, &end, 10);

@@ -24,6 +24,9 @@
 #   ns_gone NAME...        waits until no namespace of those names is left
 #                          by an earlier run (90 s)
 #   fresh_ns NAME...       creates the namespaces, once ns_gone
+#   term_wait PID SECONDS  SIGTERM, then wait for the exit: its status in
+#                          $rc (124 and a SIGKILL when it did not exit
+#                          in time)
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../helpers/k8s.sh"
 
@@ -117,4 +120,20 @@ fresh_ns() {
 	for ns in "$@"; do
 		kc create namespace "$ns" >/dev/null
 	done
+}
+
+term_wait() {
+	rc=124
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq $(($2 * 10))); do
+		if ! kill -0 "$1" 2>/dev/null; then
+			wait "$1"
+			rc=$?
+			return 0
+		fi
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 1
 }

@@ -598,22 +598,6 @@ expect_eq "$(tail -n "+$from" "$log" | grep -c 'msg="app removed.* app=plain')" 
 sleep 2
 expect_eq "$(keep_uids)|$(get "$NS_KEEP" configmap/settings '{.data.value}')" \
 	"$plain_before|blue" "app plain's objects, inventory and Namespace stay (same uids)"
-# term_wait PID SECONDS: SIGTERM, then the exit status in $rc (124: it
-# did not exit in time, killed).
-term_wait() {
-	rc=124
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq $(($2 * 10))); do
-		if ! kill -0 "$1" 2>/dev/null; then
-			wait "$1"
-			rc=$?
-			return 0
-		fi
-		sleep 0.1
-	done
-	kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
 # pruneAllowKinds: [Namespace]: nothing is kept, the Namespace goes
 # after what is in it, then the inventory.
 expect_match 'msg="app removed, its objects deleted" app=gone .*counts="pruned=2 kept=0 failed=0"' \

@@ -180,24 +180,6 @@ start_syncd() {
 	syncd_pid=$!
 	pids+=("$syncd_pid")
 }
-# term_wait PID SECONDS: SIGTERM, then wait for the exit; $rc, 124 when
-# it did not exit in time.
-term_wait() {
-	local n=$(($2 * 10))
-	rc=124
-	kill -TERM "$1" 2>/dev/null
-	for _ in $(seq "$n"); do
-		if ! kill -0 "$1" 2>/dev/null; then
-			wait "$1"
-			rc=$?
-			return 0
-		fi
-		sleep 0.1
-	done
-	kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-	return 1
-}
 nlines() { # LOG PATTERN [FROM]
 	tail -n +"${3:-1}" "$1" | grep -cE -- "$2"
 }
