@@ -30,7 +30,8 @@ static int cmp_str(const void *a, const void *b)
 /* The set as "a,b,c", sorted. */
 static int strset_join(struct strvec *s, struct buf *out)
 {
-	qsort(s->v, s->len, sizeof(*s->v), cmp_str);
+	if (s->len) /* an empty set has no array to sort */
+		qsort(s->v, s->len, sizeof(*s->v), cmp_str);
 	for (size_t i = 0; i < s->len; i++)
 		if ((i && buf_addch(out, ',') < 0) ||
 		    buf_adds(out, s->v[i]) < 0)
