@@ -27,6 +27,9 @@ kind: Deployment
 metadata: {name: web, namespace: syncd-health}
 spec:
   replicas: 3
+  # kwok makes Pods Ready within milliseconds: available only 3 s after
+  # that, so the first look of --wait always finds it Progressing.
+  minReadySeconds: 3
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
