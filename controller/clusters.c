@@ -81,24 +81,14 @@ static int secret_kubeconfig(struct ctl_cluster *cl, int *fd,
 {
 	const struct config_cluster *cc = cl->cfg;
 	const char *key = cc->secret_key ? cc->secret_key : "value";
-	const struct kube_resource *res = NULL;
-	struct controller *c = cl->ctl;
 	struct buf value = BUF_INIT;
 	json_t *secret = NULL;
 	const char *v;
 	int error;
 
-	if ((error = kube_discovery_find(c->conn.disc, "", "v1", "Secret",
-					 &res, err)) < 0)
+	if ((error = ctl_secret_get(cl->ctl, cc->secret_ns, cc->secret_name,
+				    "kubeconfigSecret", &secret, err)) < 0)
 		return error;
-	if ((error = kube_get(c->conn.client, res, cc->secret_ns,
-			      cc->secret_name, &secret, err)) < 0) {
-		err_reset(err);
-		return err_set(err, error, "kubeconfigSecret %s/%s: %s",
-			       cc->secret_ns, cc->secret_name,
-			       error == ERR_NOTFOUND ? "not found"
-						     : "cannot be read");
-	}
 	v = json_string_value(
 		json_object_get(json_object_get(secret, "data"), key));
 	if (!v)

@@ -847,8 +847,6 @@ static int pass(struct controller *c, struct ctl_app *a)
 		dopts.hold = fights_hold;
 		dopts.hold_ctx = a->fights;
 	}
-	if ((error = app_annotations_check(&desired, &err)) < 0)
-		goto fail; /* nothing is written for a bad annotation */
 	error = app_compare(&app, &desired, &dopts, &reg, &report, a->commit,
 			    &err);
 	if (error == ERR_NOTFOUND && report)

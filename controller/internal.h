@@ -168,6 +168,13 @@ struct controller {
 };
 
 /*
+ * GET a Secret of syncd's own cluster as syncd; an error says
+ * "WHAT: Secret NS/NAME: not found" (or "cannot be read"). objects.c.
+ */
+int ctl_secret_get(struct controller *c, const char *ns, const char *name,
+		   const char *what, json_t **out, struct err *err);
+
+/*
  * A value in a memfd (never on disk): *fd, and the path that reads it
  * ("/proc/self/fd/N"). objects.c.
  */

@@ -866,6 +866,26 @@ void ctl_objects_credentials_release(struct ctl_app *a)
 	a->cred_user = NULL;
 }
 
+int ctl_secret_get(struct controller *c, const char *ns, const char *name,
+		   const char *what, json_t **out, struct err *err)
+{
+	const struct kube_resource *res = NULL;
+	int error;
+
+	*out = NULL;
+	if ((error = kube_discovery_find(c->conn.disc, "", "v1", "Secret",
+					 &res, err)) < 0)
+		return error;
+	if ((error = kube_get(c->conn.client, res, ns, name, out, err)) < 0) {
+		err_reset(err);
+		return err_set(err, error, "%s: Secret %s/%s: %s", what, ns,
+			       name,
+			       error == ERR_NOTFOUND ? "not found"
+						     : "cannot be read");
+	}
+	return 0;
+}
+
 int ctl_memfd(const char *name, const struct buf *value, int *fd,
 	      char path[CTL_MEMFD_PATH], struct err *err)
 {
@@ -907,7 +927,6 @@ int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
 		&o->auth.ca_file,
 	};
 	const struct app_spec *sp = a->spec;
-	const struct kube_resource *res = NULL;
 	struct buf value = BUF_INIT;
 	json_t *secret = NULL, *data;
 	const char *v;
@@ -916,18 +935,9 @@ int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
 	ctl_objects_credentials_release(a);
 	if (!sp->secret_ref || !sp->object_ns)
 		return 0;
-	if ((error = kube_discovery_find(c->conn.disc, "", "v1", "Secret",
-					 &res, err)) < 0)
+	if ((error = ctl_secret_get(c, sp->object_ns, sp->secret_ref,
+				    "source.secretRef", &secret, err)) < 0)
 		return error;
-	if ((error = kube_get(c->conn.client, res, sp->object_ns,
-			      sp->secret_ref, &secret, err)) < 0) {
-		err_reset(err);
-		return err_set(err, error,
-			       "source.secretRef: Secret %s/%s: %s",
-			       sp->object_ns, sp->secret_ref,
-			       error == ERR_NOTFOUND ? "not found"
-						     : "cannot be read");
-	}
 	data = json_object_get(secret, "data");
 	for (size_t i = 0; i < CTL_CRED_MAX + 1 && !error; i++) {
 		const char *key = i < CTL_CRED_MAX ? keys[i] : "username";

@@ -434,6 +434,7 @@ static int sync_main(int argc, char **argv)
 	}
 
 	if (cli_app_load(&capp, path, &desired, &revision, &err) < 0 ||
+	    /* before connecting; app_compare() checks again */
 	    app_annotations_check(&desired, &err) < 0 ||
 	    app_conn_open(&conn, kubeconfig, context, &ko, &err) < 0 ||
 	    app_init(&app, conn.client, conn.disc, name,
