@@ -35,7 +35,7 @@ PKG_CONFIG ?= pkg-config
 # Debian package that provides each pkg-config module.
 PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 	jansson:libjansson-dev criterion:libcriterion-dev \
-	libmicrohttpd:libmicrohttpd-dev
+	libmicrohttpd:libmicrohttpd-dev zlib:zlib1g-dev
 # Build: the libraries above and libjsonnet (no pkg-config module). Tests:
 # curl, jq, openssl (kube-emu --tls), and the real Git servers and signers
 # of tests/integration/git.sh (lighttpd + git http-backend, sshd, gpg).
@@ -63,7 +63,7 @@ $(error missing libraries; install them with: apt-get install $(MISSING)   (or r
 endif
 endif
 
-LIB_MODULES := yaml-0.1 jansson libcurl libgit2 libmicrohttpd
+LIB_MODULES := yaml-0.1 jansson libcurl libgit2 libmicrohttpd zlib
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_MODULES) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_MODULES) 2>/dev/null)
 # libjsonnet (Debian libjsonnet-dev) has no pkg-config module: link its
