@@ -486,13 +486,26 @@ struct app_ignore_lists {
 	struct strvec managers;
 };
 
+/*
+ * Decryption of objects encrypted with SOPS in the source (docs/sops.md,
+ * `decryption:` of an app). Strings set with app_spec_set().
+ */
+struct app_decryption {
+	bool sops;		  /* provider: sops (the only one); false: off */
+	const char *age_key_file; /* age identities (apps of syncd.yaml, the
+				     command line); NULL: none */
+	const char *secret_ref;	  /* App objects: a Secret of object_ns whose
+				     data keys ending in .agekey hold them */
+	const char *sops_bin;	  /* NULL: "sops" from PATH */
+};
+
 struct app_spec {
 	const char *name;      /* NULL: derived from the path (one-shot
 				  commands only) */
 	const char *namespace; /* default namespace of the objects; NULL:
 				  none */
 	/* Where the files come from; git.url NULL: a local path. */
-	struct source_git_options git;
+	struct source_options source;
 	uint64_t interval_ms;	/* how often the source is polled; 1m */
 	/* How they become objects. */
 	struct render_app_options render;
@@ -542,6 +555,8 @@ struct app_spec {
 	const char *service_account;
 	/* A Secret of object_ns with the Git credentials; NULL: none. */
 	const char *secret_ref;
+	/* SOPS decryption of the rendered objects (app_decrypt()). */
+	struct app_decryption decryption;
 	/* Storage behind the pointers above; the spec's own. */
 	struct strvec strings;
 	struct strvec lists[APP_LIST_COUNT];
@@ -555,7 +570,7 @@ void app_spec_init(struct app_spec *s);
 void app_spec_release(struct app_spec *s);
 
 /*
- * Set a string option: `field` points into `s` (&s->git.url,
+ * Set a string option: `field` points into `s` (&s->source.url,
  * &s->render.helm.release, ...) and gets a copy of `value` (NULL clears
  * it) that lives as long as the spec. 0 or ERR_NOMEM.
  */
@@ -615,5 +630,40 @@ int app_render_cache_file(struct buf *out, const struct app_spec *s,
 			  const char *base, const char *tree);
 bool app_render_cache_read(const char *file, struct diff_objset *out);
 bool app_render_cache_write(const char *file, const struct diff_objset *set);
+
+/*
+ * ---------------------------------------------------------------------
+ * SOPS decryption (app/decrypt.c, docs/sops.md)
+ * ---------------------------------------------------------------------
+ *
+ * Objects of the source encrypted with SOPS (a top-level `sops` key) are
+ * decrypted after the render, before anything compares or applies them,
+ * by the sops program itself. The render cache only ever holds what the
+ * render gave (ciphertext): callers decrypt after it, and keep plaintext
+ * in memory only.
+ */
+
+/* Some object of `set` carries a top-level `sops` key. */
+bool app_decrypt_needed(const struct diff_objset *set);
+
+/*
+ * Decrypt, in place, every object of `set` with a top-level `sops` key:
+ * one run of `sops decrypt` per object (s->decryption.sops_bin, with
+ * the object as JSON on its stdin, a minimal environment, the render
+ * timeout), its result replacing the object (without `sops`) and marked
+ * sensitive (diff_object.sensitive). The age identities are `identities`
+ * when not NULL (held in memory, e.g. from a Secret: sops reads them from
+ * a memfd, never from disk), else s->decryption.age_key_file. Objects
+ * without `sops` are untouched.
+ *
+ * Every object that cannot be decrypted is reported in `err`, one line
+ * naming it, its origin and sops's reason, never a value ("secrets/db.yaml:1:
+ * Secret default/db: sops: no age identity decrypts it"); an encrypted
+ * object while s->decryption is off is ERR_INVALID asking for it. On
+ * error some objects may be decrypted and others not: the caller drops
+ * the whole set.
+ */
+int app_decrypt(struct diff_objset *set, const struct app_spec *s,
+		const struct buf *identities, struct err *err);
 
 #endif

@@ -344,6 +344,8 @@ int app_dry_run(struct app *app, const struct diff_report *report,
 		 */
 		rc = diff_object_new(&o, rc < 0 ? d->json : res, d->origin,
 				     err);
+		if (o)
+			o->sensitive = d->sensitive;
 		json_decref(res);
 		err_release(&e);
 		if (rc < 0 || (rc = diff_objset_add(out, o, err)) < 0) {

@@ -29,7 +29,7 @@ const char *const app_deletion_names[] = {"orphan", "delete", NULL};
 void app_spec_init(struct app_spec *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->git = (struct source_git_options)SOURCE_GIT_OPTIONS_INIT;
+	s->source = (struct source_options)SOURCE_OPTIONS_INIT;
 	s->render = (struct render_app_options)RENDER_APP_OPTIONS_INIT;
 	s->interval_ms = 60 * 1000;
 	s->substitute = APP_SUBST_DEFAULT;
@@ -474,7 +474,7 @@ int app_render_cache_file(struct buf *out, const struct app_spec *s,
 	key_str(&h, "tree", tree);
 	key_str(&h, "name", s->name);
 	key_str(&h, "namespace", s->namespace);
-	key_str(&h, "path", s->git.subpath);
+	key_str(&h, "path", s->source.subpath);
 	key_num(&h, "kind", r->kind);
 	key_num(&h, "timeout", s->render_timeout_ms);
 	key_num(&h, "no_recurse", r->dir.no_recurse);

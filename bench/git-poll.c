@@ -63,9 +63,9 @@ int main(int argc, char **argv)
 		{"once", no_argument, NULL, '1'},
 		{NULL, 0, NULL, 0},
 	};
-	struct source_git_options o;
-	struct source_git_poll_result r;
-	struct source_git *s = NULL;
+	struct source_options o;
+	struct source_poll_result r;
+	struct source *s = NULL;
 	struct err err = ERR_INIT;
 	double *t = NULL, sum = 0;
 	unsigned long fetches = 0, changed = 0, req0;
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 	int c, once = 0, rc = 1;
 
 	memset(&o, 0, sizeof(o));
-	o.version = SOURCE_GIT_OPTIONS_VERSION;
+	o.version = SOURCE_OPTIONS_VERSION;
 	while ((c = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'u':
@@ -116,20 +116,20 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (source_git_open(&s, &o, &err) < 0 ||
-	    source_git_poll(s, &r, &err) < 0)
+	if (source_open(&s, &o, &err) < 0 ||
+	    source_poll(s, &r, &err) < 0)
 		goto out;
 	if (once) {
 		printf("changed=%s fetched=%s commit=%s\n",
 		       r.changed ? "true" : "false",
-		       r.fetched ? "true" : "false", r.commit);
-		if (r.changed && source_git_mark_rendered(s, r.tree, &err) < 0)
+		       r.fetched ? "true" : "false", r.revision);
+		if (r.changed && source_mark_rendered(s, r.tree, &err) < 0)
 			goto out;
 		rc = 0;
 		goto out;
 	}
 	/* The state a controller is in after its first render. */
-	if (source_git_mark_rendered(s, r.tree, &err) < 0)
+	if (source_mark_rendered(s, r.tree, &err) < 0)
 		goto out;
 	if (!(t = calloc((size_t)polls, sizeof(*t)))) {
 		err_set(&err, ERR_NOMEM, "out of memory");
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 	for (long i = 0; i < polls; i++) {
 		double t0 = now_ms();
 
-		if (source_git_poll(s, &r, &err) < 0)
+		if (source_poll(s, &r, &err) < 0)
 			goto out;
 		t[i] = now_ms() - t0;
 		sum += t[i];
@@ -151,13 +151,13 @@ int main(int argc, char **argv)
 	       "requests_per_poll=%.2f changed=%lu commit=%s\n",
 	       polls, sum / (double)polls, t[polls / 2],
 	       t[(size_t)((double)polls * 0.99)], fetches,
-	       (double)(r.requests - req0) / (double)polls, changed, r.commit);
+	       (double)(r.requests - req0) / (double)polls, changed, r.revision);
 	rc = 0;
 out:
 	if (rc)
 		err_print(&err, stderr, "git-poll: error");
 	free(t);
-	source_git_free(s);
+	source_free(s);
 	err_release(&err);
 	return rc;
 }

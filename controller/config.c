@@ -644,8 +644,12 @@ static const char *const source_object_keys[] = {"secretRef", NULL};
 static const char *const secret_ref_keys[] = {"name", NULL};
 
 static const char *const source_keys[] = {
+	"type",
 	"repo",
+	"chart",
 	"revision",
+	"digest",
+	"plainHTTP",
 	"path",
 	"interval",
 	"username",
@@ -669,13 +673,77 @@ static const char *const verify_keys[] = {
 	NULL,
 };
 
+/* Keys of Git sources only. */
+static const char *const git_only_keys[] = {
+	"sshKeyFile", "sshPassphraseFile", "knownHostsFile", "verifySignatures",
+	NULL,
+};
+
+/*
+ * The source's type: `type`, else helm when a chart is named, oci for
+ * an oci:// repository, git otherwise.
+ */
+static void source_type_of(struct walk *w, const json_t *obj,
+			   struct app_spec *a)
+{
+	struct source_options *g = &a->source;
+	const char *repo = json_string_value(json_object_get(obj, "repo"));
+	int type = -1;
+
+	get_enum(w, obj, "type", source_type_names, &type);
+	if (type >= 0)
+		g->type = (enum source_type)type;
+	else if (json_object_get(obj, "chart"))
+		g->type = SOURCE_HELM;
+	else if (repo && !strncmp(repo, "oci://", 6))
+		g->type = SOURCE_OCI;
+	else
+		g->type = SOURCE_GIT;
+	if (g->type != SOURCE_GIT)
+		refuse_keys(w, obj, git_only_keys,
+			    "applies to git sources only");
+	if (g->type != SOURCE_HELM && json_object_get(obj, "chart")) {
+		struct mark m = push_key(w, "chart");
+
+		problem(w, "applies to helm sources only");
+		pop(w, m);
+	}
+	if (g->type == SOURCE_GIT) {
+		static const char *const k[] = {"digest", "plainHTTP", NULL};
+
+		refuse_keys(w, obj, k, "applies to helm and oci sources only");
+	}
+	if (g->type == SOURCE_HELM) {
+		static const char *const k[] = {"path", NULL};
+
+		required(w, obj, "chart");
+		refuse_keys(w, obj, k, "a chart is rendered from its own "
+				       "folder");
+	}
+	if (repo && g->type == SOURCE_OCI && strncmp(repo, "oci://", 6)) {
+		struct mark m = push_key(w, "repo");
+
+		problem(w, "\"%s\": an oci source is oci://HOST/NAME", repo);
+		pop(w, m);
+	}
+	if (repo && g->type == SOURCE_HELM && strncmp(repo, "oci://", 6) &&
+	    strncmp(repo, "https://", 8) && strncmp(repo, "http://", 7)) {
+		struct mark m = push_key(w, "repo");
+
+		problem(w, "\"%s\": a chart repository is https://, http:// "
+			   "or oci://", repo);
+		pop(w, m);
+	}
+}
+
 static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 {
-	struct source_git_options *g = &a->git;
+	struct source_options *g = &a->source;
 	json_t *verify;
 
 	if (!check_map(w, obj, source_keys))
 		return;
+	source_type_of(w, obj, a);
 	if (w->object)
 		refuse_keys(w, obj, source_local_keys, NOT_IN_OBJECT);
 	else
@@ -702,17 +770,30 @@ static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 	/* Not syncd's own repositories and folders. */
 	if (w->object && g->url && strncmp(g->url, "https://", 8) &&
 	    strncmp(g->url, "http://", 7) && strncmp(g->url, "ssh://", 6) &&
+	    strncmp(g->url, "oci://", 6) &&
 	    !(strchr(g->url, '@') && strchr(g->url, ':') &&
 	      !strstr(g->url, "://"))) {
 		struct mark mr = push_key(w, "repo");
 
 		problem(w,
-			"\"%s\": an App reads https://, http://, ssh:// or "
-			"user@host:path repositories only",
+			"\"%s\": an App reads https://, http://, ssh://, "
+			"oci:// or user@host:path repositories only",
 			g->url);
 		pop(w, mr);
 	}
 	spec_str(w, a, obj, "revision", &g->revision);
+	spec_str(w, a, obj, "chart", &g->chart);
+	spec_str(w, a, obj, "digest", &g->digest);
+	get_bool(w, obj, "plainHTTP", &g->plain_http);
+	if (g->digest && (strncmp(g->digest, "sha256:", 7) ||
+			  strlen(g->digest) != 71 ||
+			  strspn(g->digest + 7, "0123456789abcdef") != 64)) {
+		struct mark m = push_key(w, "digest");
+
+		problem(w, "\"%s\" is not sha256: and 64 lower-case hex "
+			   "digits", g->digest);
+		pop(w, m);
+	}
 	spec_str(w, a, obj, "path", &g->subpath);
 	get_duration(w, obj, "interval", &a->interval_ms, 1000);
 	spec_str(w, a, obj, "username", &g->auth.username);

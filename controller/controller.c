@@ -110,7 +110,7 @@ static void free_app(struct ctl_app *a)
 	if (!a)
 		return;
 	ctl_status_release(a);
-	source_git_free(a->gs);
+	source_free(a->gs);
 	diff_objset_release(&a->objects);
 	fights_free(a->fights);
 	free(a->render_file);
@@ -261,13 +261,13 @@ fail:
 static int open_source(struct controller *c, struct ctl_app *a,
 		       struct err *err)
 {
-	struct source_git_options o = a->spec->git;
+	struct source_options o = a->spec->source;
 	int error;
 
 	o.cache_dir = c->cfg->cache_dir;
 	if ((error = ctl_objects_credentials(c, a, &o, err)) < 0)
 		return error;
-	return source_git_open(&a->gs, &o, err);
+	return source_open(&a->gs, &o, err);
 }
 
 /* A deep copy of the last render, for one pass to label and extend. */
@@ -305,7 +305,7 @@ static int copy_objects(struct diff_objset *out, const struct diff_objset *in,
 static bool render_path(const struct ctl_app *a, const char *tree,
 			struct buf *out)
 {
-	const char *base = a->gs ? source_git_cache_path(a->gs) : NULL;
+	const char *base = a->gs ? source_cache_path(a->gs) : NULL;
 
 	return app_render_cache_file(out, a->spec, base, tree) == 0;
 }
@@ -341,7 +341,7 @@ static void keep_render(struct ctl_app *a, const char *tree,
 static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 		    struct err *err)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct diff_objset fresh = DIFF_OBJSET_INIT;
 	struct buf file = BUF_INIT;
 	char *dir = NULL;
@@ -376,17 +376,17 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	if (!a->gs && (error = open_source(c, a, err)) < 0)
 		goto failed;
 	memset(&r, 0, sizeof(r));
-	error = source_git_poll(a->gs, &r, err);
+	error = source_poll(a->gs, &r, err);
 	a->polled_ms = now;
 	ctl_count_git(c, "poll", error >= 0);
 	if (error < 0)
 		goto failed;
 	if (r.fetched)
 		ctl_count_git(c, "fetch", true);
-	memcpy(a->seen, r.commit, sizeof(a->seen));
+	memcpy(a->seen, r.revision, sizeof(a->seen));
 	if (!strcmp(r.tree, a->rendered)) {
 		/* Same tree as the last render: nothing to render. */
-		memcpy(a->commit, r.commit, sizeof(a->commit));
+		memcpy(a->commit, r.revision, sizeof(a->commit));
 		memcpy(a->tree, r.tree, sizeof(a->tree));
 		a->polled = true;
 		a->source_failures = 0;
@@ -397,25 +397,25 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	if (app_spec_cacheable(a->spec) && render_path(a, r.tree, &file) &&
 	    app_render_cache_read(buf_cstr(&file), &fresh)) {
 		log_info("render read from the cache", "app", a->spec->name,
-			 "revision", r.commit, "tree", r.tree, NULL);
+			 "revision", r.revision, "tree", r.tree, NULL);
 		goto rendered;
 	}
-	if ((error = source_git_checkout(a->gs, &dir, err)) < 0)
+	if ((error = source_checkout(a->gs, &dir, err)) < 0)
 		goto failed;
-	if ((error = app_spec_render(a->spec, dir, r.commit,
-				     a->spec->git.subpath, &fresh, NULL,
+	if ((error = app_spec_render(a->spec, dir, r.revision,
+				     a->spec->source.subpath, &fresh, NULL,
 				     err)) < 0)
 		goto failed;
-	log_info("rendered", "app", a->spec->name, "revision", r.commit,
+	log_info("rendered", "app", a->spec->name, "revision", r.revision,
 		 "tree", r.tree, NULL);
 rendered:
 	keep_render(a, r.tree, &fresh);
-	memcpy(a->commit, r.commit, sizeof(a->commit));
+	memcpy(a->commit, r.revision, sizeof(a->commit));
 	memcpy(a->tree, r.tree, sizeof(a->tree));
 	memcpy(a->rendered, r.tree, sizeof(a->rendered));
 	a->polled = true;
 	if (r.changed)
-		source_git_mark_rendered(a->gs, r.tree, NULL);
+		source_mark_rendered(a->gs, r.tree, NULL);
 	a->source_failures = 0;
 	a->source_retry_ms = 0;
 	free(dir);
@@ -427,7 +427,7 @@ failed:
 	buf_release(&file);
 	/* Credentials from a Secret are read again when the source opens. */
 	if (a->spec->secret_ref && a->gs) {
-		source_git_free(a->gs);
+		source_free(a->gs);
 		a->gs = NULL;
 	}
 	/* The same schedule as the queue's: 5 s doubling to 5 min, jittered. */

@@ -31,7 +31,7 @@
 struct ctl_status {
 	bool ran;	     /* a pass ended */
 	const char *state;   /* "Unknown", "InSync", "Drifted", ... */
-	char revision[SOURCE_GIT_OID_HEXSZ + 1];
+	char revision[SOURCE_REVISION_MAX];
 	time_t last_sync;    /* end of the last pass */
 	bool last_ok;
 	char *error;	     /* the last pass's error, or NULL */
@@ -55,8 +55,8 @@ struct ctl_status {
 	 * ({"time", "type", "reason", "object", "note"}, EVENTS_MAX). */
 	json_t *events;
 	char *diff;	      /* the text diff of the last report, or NULL */
-	char applied[SOURCE_GIT_OID_HEXSZ + 1]; /* last pass that succeeded */
-	char attempted[SOURCE_GIT_OID_HEXSZ + 1]; /* last commit polled */
+	char applied[SOURCE_REVISION_MAX]; /* last pass that succeeded */
+	char attempted[SOURCE_REVISION_MAX]; /* last commit polled */
 	json_t *health_counts; /* health status -> desired objects */
 	const char *fail_reason; /* ctl_app's, as of the last pass */
 	/* An App's first-seen times read back from its status (object
@@ -79,12 +79,12 @@ struct ctl_cluster;
 
 struct ctl_app {
 	const struct app_spec *spec; /* the config's */
-	struct source_git *gs;
+	struct source *gs;
 	bool polled;			       /* a poll succeeded once */
-	char commit[SOURCE_GIT_OID_HEXSZ + 1]; /* last good commit */
-	char tree[SOURCE_GIT_OID_HEXSZ + 1];   /* last good tree */
-	char rendered[SOURCE_GIT_OID_HEXSZ + 1]; /* tree of `objects` */
-	char seen[SOURCE_GIT_OID_HEXSZ + 1];	 /* last commit polled */
+	char commit[SOURCE_REVISION_MAX]; /* last good revision */
+	char tree[SOURCE_TREE_MAX];	/* last good tree */
+	char rendered[SOURCE_TREE_MAX]; /* tree of `objects` */
+	char seen[SOURCE_REVISION_MAX];	 /* last commit polled */
 	unsigned source_failures; /* consecutive failed polls or renders */
 	uint64_t source_retry_ms; /* no poll before then (while stale) */
 	char *source_error;	  /* why the source last failed */
@@ -242,7 +242,7 @@ void ctl_objects_free(struct controller *c);
  * naming the Secret when it is missing.
  */
 int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
-			    struct source_git_options *o, struct err *err);
+			    struct source_options *o, struct err *err);
 void ctl_objects_credentials_release(struct ctl_app *a);
 size_t ctl_objects_specs(struct controller *c,
 			 const struct app_spec *const **specs);

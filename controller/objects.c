@@ -349,6 +349,7 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 	const char *hmsg =
 		json_string_value(json_object_get(st->health_doc, "message"));
 	const char *synced, *sreason, *hstatus, *rstatus, *rreason;
+	char short_rev[SOURCE_REVISION_MAX];
 	const char *stall_reason = st->fail_reason ? st->fail_reason
 						   : "SyncFailed";
 	struct buf smsg = BUF_INIT, rmsg = BUF_INIT;
@@ -404,8 +405,10 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 	} else {
 		rstatus = "True";
 		rreason = "Succeeded";
-		buf_addf(&rmsg, "in sync and healthy at revision %.12s",
-			 st->revision);
+		source_revision_short(short_rev, sizeof(short_rev),
+				      st->revision, 12);
+		buf_addf(&rmsg, "in sync and healthy at revision %s",
+			 short_rev);
 	}
 	add_condition(conds, live, "Ready", rstatus, rreason, buf_cstr(&rmsg),
 		      gen);
@@ -916,7 +919,7 @@ static int cred_memfd(struct ctl_app *a, size_t i, const char *key,
 }
 
 int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
-			    struct source_git_options *o, struct err *err)
+			    struct source_options *o, struct err *err)
 {
 	static const char *const keys[CTL_CRED_MAX] = {
 		"password", "bearerToken", "identity", "known_hosts", "ca.crt",

@@ -237,8 +237,8 @@ static void app_gauges(struct controller *c, struct ctl_app *a)
 	const struct diff_summary *s = &a->st.sum;
 	const char *name = a->spec->name;
 	const char *info[] = {"app",  name,	     "repo",
-			      a->spec->git.url,  "path",
-			      a->spec->git.subpath ? a->spec->git.subpath : "",
+			      a->spec->source.url,  "path",
+			      a->spec->source.subpath ? a->spec->source.subpath : "",
 			      "revision", a->st.revision, "cluster",
 			      ctl_cluster_name(a->cluster), NULL};
 
@@ -578,8 +578,8 @@ static json_t *summary_json(const struct ctl_app *a)
 	o = json_pack(
 		"{s:s, s:s, s:s?, s:s?, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
 		"s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:s?}",
-		"name", a->spec->name, "repo", a->spec->git.url, "path",
-		a->spec->git.subpath, "revision",
+		"name", a->spec->name, "repo", a->spec->source.url, "path",
+		a->spec->source.subpath, "revision",
 		a->st.revision[0] ? a->st.revision : NULL, "state",
 		a->st.state, "summary", "objects", (json_int_t)s->objects,
 		"inSync", (json_int_t)s->in_sync, "drifted",
@@ -747,7 +747,7 @@ int controller_push(struct controller *c, const char *const *urls,
 
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->napps; i++) {
-		const struct source_git_options *s = &c->apps[i]->spec->git;
+		const struct source_options *s = &c->apps[i]->spec->source;
 		bool match = false;
 
 		if (s->revision && strcmp(s->revision, branch) &&
@@ -892,6 +892,7 @@ void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
 {
 	const struct diff_object_report *r = NULL;
 	struct buf note = BUF_INIT, name = BUF_INIT;
+	char short_rev[SOURCE_REVISION_MAX];
 
 	if (!a->cur_report)
 		return;
@@ -910,7 +911,8 @@ void ctl_event_applied(struct ctl_app *a, const struct diff_key *key,
 				    json_string(buf_cstr(&note)));
 	}
 	buf_reset(&name);
-	buf_addf(&name, "drift corrected at revision %.12s: %s", a->commit,
+	source_revision_short(short_rev, sizeof(short_rev), a->commit, 12);
+	buf_addf(&name, "drift corrected at revision %s: %s", short_rev,
 		 buf_cstr(&note));
 	emit(a, stored, "Normal", "DriftCorrected", "Sync", buf_cstr(&name));
 out:

@@ -53,6 +53,8 @@ struct cmp {
 	const struct diff_schemas *reg;
 	const struct diff_schema *root_schema;
 	bool secret;
+	bool sensitive;        /* decrypted: every value but the identity
+				  fingerprinted */
 	bool typed;            /* stored from Go types: zero values dropped */
 
 	/*
@@ -255,6 +257,96 @@ static json_t *fingerprint(const struct diff_options *opts, const json_t *v,
 	return json_string(text);
 }
 
+/*
+ * A value that is not a string (a number, a boolean) of a decrypted
+ * object: the fingerprint of its JSON text, so a change still shows.
+ */
+static json_t *fingerprint_any(const struct diff_options *opts,
+			       const json_t *v, bool base64)
+{
+	json_t *s, *fp;
+	char *text;
+
+	if (json_is_string(v))
+		return fingerprint(opts, v, base64);
+	if (!(text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
+		return NULL;
+	s = json_string(text);
+	free(text);
+	fp = s ? fingerprint(opts, s, false) : NULL;
+	json_decref(s);
+	return fp;
+}
+
+/* Where a value of a decrypted object lies, for masking. */
+enum mask_at {
+	MASK_ROOT,     /* the object: apiVersion, kind shown */
+	MASK_METADATA, /* metadata: name, namespace shown */
+	MASK_ALL,      /* every leaf fingerprinted */
+	MASK_ALL_B64,  /* ...of a Secret's data: the decoded bytes */
+};
+
+/*
+ * A copy of `v` (at `at` in a decrypted object, `secret` when it is a
+ * Secret) with every leaf fingerprinted but the identity's. NULL out of
+ * memory.
+ */
+static json_t *mask_value(const struct diff_options *opts, const json_t *v,
+			  enum mask_at at, bool secret)
+{
+	json_t *out, *x, *m;
+	const char *k;
+	size_t i;
+
+	if (json_is_array(v)) {
+		if (at == MASK_ROOT || at == MASK_METADATA)
+			at = MASK_ALL;
+		if (!(out = json_array()))
+			return NULL;
+		json_array_foreach ((json_t *)v, i, x) {
+			if (!(m = mask_value(opts, x, at, secret)) ||
+			    json_array_append_new(out, m) < 0)
+				goto nomem;
+		}
+		return out;
+	}
+	if (!json_is_object(v))
+		return at == MASK_ROOT || at == MASK_METADATA
+			       ? fingerprint_any(opts, v, false)
+			       : fingerprint_any(opts, v, at == MASK_ALL_B64);
+	if (!(out = json_object()))
+		return NULL;
+	json_object_foreach ((json_t *)v, k, x) {
+		enum mask_at next = MASK_ALL;
+
+		if (at == MASK_ROOT) {
+			if (!strcmp(k, "apiVersion") || !strcmp(k, "kind")) {
+				m = json_deep_copy(x);
+				goto set;
+			}
+			if (!strcmp(k, "metadata"))
+				next = MASK_METADATA;
+			else if (secret && !strcmp(k, "data"))
+				next = MASK_ALL_B64;
+		} else if (at == MASK_METADATA) {
+			if (!strcmp(k, "name") || !strcmp(k, "namespace")) {
+				m = json_deep_copy(x);
+				goto set;
+			}
+		} else {
+			next = at;
+		}
+		m = mask_value(opts, x, next, secret);
+	set:
+		if (!m || json_object_set_new(out, k, m) < 0)
+			goto nomem;
+	}
+	return out;
+nomem:
+	json_decref(out);
+	return NULL;
+}
+
 /* Replace every value of data/stringData in a Secret (view) in place. */
 static void mask_secret_object(const struct diff_options *opts, json_t *obj)
 {
@@ -282,6 +374,36 @@ static bool secret_path(const struct cmp *c, const struct diff_pe *pe,
 	return *base64 || !strcmp(pe[0].text, "stringData");
 }
 
+/* The place of path pe[0..len) in a decrypted object, for mask_value(). */
+static enum mask_at mask_at_path(const struct cmp *c, const struct diff_pe *pe,
+				 size_t len, bool live)
+{
+	bool field = len && pe[0].type == DIFF_PE_FIELD;
+
+	if (!len)
+		return MASK_ROOT;
+	if (field && !strcmp(pe[0].text, "metadata"))
+		return len == 1 ? MASK_METADATA : MASK_ALL;
+	if (field && c->secret &&
+	    (!strcmp(pe[0].text, "data") ||
+	     (live && !strcmp(pe[0].text, "stringData"))))
+		return MASK_ALL_B64;
+	return MASK_ALL;
+}
+
+/* apiVersion, kind, metadata.name, metadata.namespace: never masked. */
+static bool identity_path(const struct diff_pe *pe, size_t len)
+{
+	if (len < 1 || len > 2 || pe[0].type != DIFF_PE_FIELD)
+		return false;
+	if (len == 1)
+		return !strcmp(pe[0].text, "apiVersion") ||
+		       !strcmp(pe[0].text, "kind");
+	return pe[1].type == DIFF_PE_FIELD && !strcmp(pe[0].text, "metadata") &&
+	       (!strcmp(pe[1].text, "name") ||
+		!strcmp(pe[1].text, "namespace"));
+}
+
 static json_t *shown_value(const struct cmp *c, const struct diff_pe *pe,
 			   size_t len, const json_t *v, bool live)
 {
@@ -292,6 +414,9 @@ static json_t *shown_value(const struct cmp *c, const struct diff_pe *pe,
 	if (secret_path(c, pe, len, &base64))
 		/* live never holds stringData: its values come from data */
 		return fingerprint(c->opts, v, base64 || live);
+	if (c->sensitive && !identity_path(pe, len))
+		return mask_value(c->opts, v, mask_at_path(c, pe, len, live),
+				  c->secret);
 	return json_deep_copy(v);
 }
 
@@ -1272,7 +1397,7 @@ nomem:
 }
 
 static json_t *strip_view(const json_t *obj, const struct diff_options *opts,
-			  bool secret)
+			  bool secret, bool sensitive)
 {
 	json_t *v =
 		json_is_object(obj) ? view_copy(obj, 0) : json_deep_copy(obj);
@@ -1307,6 +1432,27 @@ static json_t *strip_view(const json_t *obj, const struct diff_options *opts,
 		}
 		mask_secret_object(opts, v);
 	}
+	if (sensitive && json_is_object(v)) {
+		/* The rest of a decrypted object; Secret data is done. */
+		const char *k;
+		json_t *x, *m;
+
+		json_object_foreach (v, k, x) {
+			if (!strcmp(k, "apiVersion") || !strcmp(k, "kind") ||
+			    (secret && (!strcmp(k, "data") ||
+					!strcmp(k, "stringData"))))
+				continue;
+			m = mask_value(opts, x,
+				       strcmp(k, "metadata") ? MASK_ALL
+							     : MASK_METADATA,
+				       secret);
+			if (!m) {
+				json_decref(v);
+				return NULL;
+			}
+			json_object_set_new(v, k, m);
+		}
+	}
 	return v;
 }
 
@@ -1337,8 +1483,17 @@ static int fill_identity(struct diff_object_report *out, const json_t *obj,
 
 int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 			const json_t *live, const struct diff_schemas *reg,
-			const struct diff_options *opts_in,
-			struct err *err)
+			const struct diff_options *opts, struct err *err)
+{
+	return diff_compare_sensitive(out, desired, live, reg, opts, false,
+				      err);
+}
+
+int diff_compare_sensitive(struct diff_object_report *out,
+			   const json_t *desired, const json_t *live,
+			   const struct diff_schemas *reg,
+			   const struct diff_options *opts_in, bool sensitive,
+			   struct err *err)
 {
 	static const struct diff_options defaults = DIFF_OPTIONS_INIT;
 	const struct diff_options *opts = opts_in ? opts_in : &defaults;
@@ -1363,6 +1518,7 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 	c.reg = reg;
 	c.err = err;
 	c.secret = !*out->key.group && !strcmp(out->key.kind, "Secret");
+	c.sensitive = sensitive;
 	c.root_schema = diff_schemas_lookup(reg, out->key.group, out->key.kind);
 	c.typed = diff_schemas_typed(reg, out->key.group, out->key.kind);
 
@@ -1375,7 +1531,8 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 		if (opts->policy != DIFF_POLICY_REPORT &&
 		    !(out->apply = json_deep_copy(desired)))
 			goto nomem;
-		if (!(out->desired_view = strip_view(desired, opts, c.secret)))
+		if (!(out->desired_view =
+			      strip_view(desired, opts, c.secret, sensitive)))
 			goto nomem;
 		goto out;
 	}
@@ -1504,9 +1661,9 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 
 	if (out->state != DIFF_IN_SYNC) {
 		/* Both views masked before merging: no Secret value leaks. */
-		json_t *dv = strip_view(desired, opts, c.secret);
+		json_t *dv = strip_view(desired, opts, c.secret, sensitive);
 
-		out->live_view = strip_view(live, opts, c.secret);
+		out->live_view = strip_view(live, opts, c.secret, sensitive);
 		if (!out->live_view || !dv) {
 			json_decref(dv);
 			goto nomem;
@@ -1570,7 +1727,8 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 		goto out;
 	out->live_view = strip_view(live, opts,
 				    !*out->key.group &&
-					    !strcmp(out->key.kind, "Secret"));
+					    !strcmp(out->key.kind, "Secret"),
+				    false);
 	if (!out->live_view)
 		error = err_set(err, ERR_NOMEM, "out of memory");
 out:

@@ -89,6 +89,12 @@ struct diff_object {
 	json_t *json;      /* owned reference */
 	struct diff_key key;
 	char *origin;      /* "dir/file.yaml:12" or NULL; owned */
+	/*
+	 * Decrypted from the source (SOPS): a report shows every value but
+	 * its apiVersion, kind, name and namespace as a fingerprint, as it
+	 * does a Secret's data. Whoever copies the object copies the flag.
+	 */
+	bool sensitive;
 };
 
 /*

@@ -14,6 +14,18 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 		       const struct diff_options *opts, struct err *err);
 
 /*
+ * diff_compare_object() of one desired object, `sensitive` when it was
+ * decrypted from the source (diff_object.sensitive): then every value of
+ * the report (fields and views) but apiVersion, kind, metadata.name and
+ * metadata.namespace is a fingerprint, as a Secret's data is.
+ */
+int diff_compare_sensitive(struct diff_object_report *out,
+			   const json_t *desired, const json_t *live,
+			   const struct diff_schemas *reg,
+			   const struct diff_options *opts, bool sensitive,
+			   struct err *err);
+
+/*
  * The JSONSchemaProps a CRD's schema node was built from (its
  * `default`s, for diff_structural()); NULL for built-in kinds.
  */

@@ -19,7 +19,7 @@
 
 #include <git2.h>
 
-#include "source/source.h"
+#include "source/internal.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/proc.h"
@@ -274,7 +274,7 @@ out:
 	return error;
 }
 
-static int mkdir_p(const char *path, mode_t mode, struct err *err)
+int src_mkdir_p(const char *path, unsigned mode, struct err *err)
 {
 	char *tmp = strdup(path), *p;
 	int error = 0;
@@ -300,7 +300,7 @@ static int mkdir_p(const char *path, mode_t mode, struct err *err)
 	return error;
 }
 
-static char *path_join(const char *a, const char *b)
+char *src_path_join(const char *a, const char *b)
 {
 	char *r;
 
@@ -938,7 +938,7 @@ static bool have_object(struct source_git *s, const git_oid *oid)
  * wanted object is missing, and leave the resolved object in *oid.
  */
 static int resolve_remote(struct source_git *s,
-			  struct source_git_poll_result *r, git_oid *oid,
+			  struct source_poll_result *r, git_oid *oid,
 			  struct err *err)
 {
 	git_remote *remote = NULL;
@@ -1092,7 +1092,7 @@ static int lookup_commit_id(struct source_git *s, git_oid *oid,
 static int write_temp(struct source_git *s, const char *data, size_t len,
 		      char **path, struct err *err)
 {
-	char *tmpdir = path_join(s->cache, "tmp");
+	char *tmpdir = src_path_join(s->cache, "tmp");
 	int fd = -1, error = 0;
 
 	*path = NULL;
@@ -1101,7 +1101,7 @@ static int write_temp(struct source_git *s, const char *data, size_t len,
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((error = mkdir_p(tmpdir, 0700, err)) < 0)
+	if ((error = src_mkdir_p(tmpdir, 0700, err)) < 0)
 		goto out;
 	if ((fd = mkstemp(*path)) < 0) {
 		error = err_set(err, ERR_IO, "%s: %s", *path,
@@ -1357,7 +1357,7 @@ out:
 	return error;
 }
 
-int source_git_poll(struct source_git *s, struct source_git_poll_result *r,
+int source_git_poll(struct source_git *s, struct source_poll_result *r,
 		    struct err *err)
 {
 	git_oid oid, commit_id, tree_id;
@@ -1387,9 +1387,9 @@ done:
 	r->requests = s->requests;
 	if (error < 0)
 		return error;
-	memcpy(r->commit, s->commit, sizeof(r->commit));
-	memcpy(r->tree, s->tree, sizeof(r->tree));
-	memcpy(r->rendered_tree, s->rendered, sizeof(r->rendered_tree));
+	snprintf(r->revision, sizeof(r->revision), "%s", s->commit);
+	snprintf(r->tree, sizeof(r->tree), "%s", s->tree);
+	snprintf(r->rendered_tree, sizeof(r->rendered_tree), "%s", s->rendered);
 	r->changed = strcmp(s->tree, s->rendered) != 0;
 	return 0;
 }
@@ -1713,8 +1713,8 @@ static int state_write(struct source_git *s, const struct state *st,
  */
 static void trees_cleanup(struct source_git *s)
 {
-	char *sdir = path_join(s->cache, "state");
-	char *tdir = path_join(s->cache, "trees");
+	char *sdir = src_path_join(s->cache, "state");
+	char *tdir = src_path_join(s->cache, "trees");
 	struct buf keep = BUF_INIT;
 	DIR *d = NULL;
 	struct dirent *de;
@@ -1726,7 +1726,7 @@ static void trees_cleanup(struct source_git *s)
 		char *p;
 
 		if (!is_hex(de->d_name, 64, 64) ||
-		    !(p = path_join(sdir, de->d_name)))
+		    !(p = src_path_join(sdir, de->d_name)))
 			continue;
 		state_read(p, &st);
 		free(p);
@@ -1766,8 +1766,8 @@ int source_git_checkout(struct source_git *s, char **dir, struct err *err)
 	if (!*s->tree)
 		return err_set(err, ERR_INVALID, "%s: no commit polled yet",
 			       s->display);
-	if (!(tdir = path_join(s->cache, "trees")) ||
-	    !(final = path_join(tdir, s->tree)) ||
+	if (!(tdir = src_path_join(s->cache, "trees")) ||
+	    !(final = src_path_join(tdir, s->tree)) ||
 	    asprintf(&tmpname, ".tmp-%s-%ld", s->tree, (long)getpid()) < 0) {
 		tmpname = NULL;
 		error = err_set(err, ERR_NOMEM, "out of memory");
@@ -1776,7 +1776,7 @@ int source_git_checkout(struct source_git *s, char **dir, struct err *err)
 	if ((error = cache_lock(s, err)) < 0)
 		goto out;
 	locked = true;
-	if ((error = mkdir_p(tdir, 0700, err)) < 0)
+	if ((error = src_mkdir_p(tdir, 0700, err)) < 0)
 		goto out;
 	if (lstat(final, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
 		tfd = open(tdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1801,7 +1801,7 @@ int source_git_checkout(struct source_git *s, char **dir, struct err *err)
 		}
 		error = write_tree(&w, fd, tree, 0, err);
 		if (!error && w.links.len) {
-			char *tmpfull = path_join(tdir, tmpname);
+			char *tmpfull = src_path_join(tdir, tmpname);
 
 			error = tmpfull ? check_links(&w, tmpfull, err)
 					: err_set(err, ERR_NOMEM,
@@ -1880,7 +1880,7 @@ const char *source_git_cache_path(const struct source_git *s)
  * host is set and the service-account mount exists) /var/cache/syncd,
  * where the Deployment mounts its cache volume; else ~/.cache/syncd.
  */
-static int default_cache_dir(char **out, struct err *err)
+int src_default_cache_dir(char **out, struct err *err)
 {
 	const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	const char *sa = getenv("SYNCD_SA_ROOT");
@@ -1914,7 +1914,7 @@ static int check_readable(const char *what, const char *path,
 }
 
 int source_git_open(struct source_git **out,
-		    const struct source_git_options *o, struct err *err)
+		    const struct source_options *o, struct err *err)
 {
 	struct source_git *s = NULL;
 	uint8_t d[SHA256_DIGEST_SIZE];
@@ -1925,7 +1925,7 @@ int source_git_open(struct source_git **out,
 	int error = 0;
 
 	*out = NULL;
-	if (!o || o->version != SOURCE_GIT_OPTIONS_VERSION || !o->url ||
+	if (!o || o->version != SOURCE_OPTIONS_VERSION || !o->url ||
 	    !*o->url)
 		return err_set(err, ERR_USAGE, "git source: missing URL or "
 			       "bad options version");
@@ -2030,7 +2030,7 @@ int source_git_open(struct source_git **out,
 			error = err_set(err, ERR_NOMEM, "out of memory");
 			goto out;
 		}
-	} else if ((error = default_cache_dir(&base, err)) < 0) {
+	} else if ((error = src_default_cache_dir(&base, err)) < 0) {
 		goto out;
 	}
 	sha256(s->display, strlen(s->display), d);
@@ -2039,22 +2039,22 @@ int source_git_open(struct source_git **out,
 	buf_adds(&key, s->revision ? s->revision : "HEAD");
 	buf_addch(&key, '\0');
 	buf_adds(&key, s->subpath ? s->subpath : "");
-	if (!key.ptr || !(s->cache = path_join(base, hex)) ||
-	    !(s->repo_path = path_join(s->cache, "repo.git"))) {
+	if (!key.ptr || !(s->cache = src_path_join(base, hex)) ||
+	    !(s->repo_path = src_path_join(s->cache, "repo.git"))) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	sha256(key.ptr, key.len, d);
 	hex_encode(d, sizeof(d), hex);
-	if (!(p = path_join(s->cache, "state")) ||
-	    !(s->state_path = path_join(p, hex))) {
+	if (!(p = src_path_join(s->cache, "state")) ||
+	    !(s->state_path = src_path_join(p, hex))) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((error = mkdir_p(p, 0700, err)) < 0)
+	if ((error = src_mkdir_p(p, 0700, err)) < 0)
 		goto out;
 	free(p);
-	if (!(p = path_join(s->cache, "lock"))) {
+	if (!(p = src_path_join(s->cache, "lock"))) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}

@@ -1,8 +1,10 @@
 /*
  * source/internal.h: the source room's private pieces, shared by git.c,
- * helm.c, oci.c and source.c. Nothing outside source/ includes this file;
+ * artifact.c, oci.c and source.c. Nothing outside source/ includes this file;
  * the public interface is source.h.
  *
+ *   git.c      the Git source
+ *   artifact.c the helm and oci sources: resolve, download, unpack
  *   archive.c  bounded extraction of .tar.gz archives (charts, OCI layers)
  *   semver.c   semantic versions and ranges, as Helm and Flux read them
  *   fetch.c    bounded HTTP(S) requests (libcurl): ETag, same-host
@@ -21,6 +23,45 @@
 #include "util/buf.h"
 #include "util/err.h"
 #include "util/strvec.h"
+
+#include "source/source.h"
+
+/* ---- git.c: the Git source (source.h describes it) ---------------- */
+
+/* Shared with artifact.c: the default cache directory (see source.h),
+ * `mkdir -p` (ERR_IO naming the path), and "a/b" (NULL: out of memory). */
+int src_default_cache_dir(char **out, struct err *err);
+int src_mkdir_p(const char *path, unsigned mode, struct err *err);
+char *src_path_join(const char *a, const char *b);
+
+struct source_git;
+
+int source_git_open(struct source_git **out, const struct source_options *o,
+		    struct err *err);
+int source_git_poll(struct source_git *s, struct source_poll_result *r,
+		    struct err *err);
+int source_git_checkout(struct source_git *s, char **dir, struct err *err);
+int source_git_mark_rendered(struct source_git *s, const char *tree,
+			     struct err *err);
+const char *source_git_url(const struct source_git *s);
+const char *source_git_cache_path(const struct source_git *s);
+void source_git_free(struct source_git *s);
+
+/* ---- artifact.c: the helm and oci sources ------------------------- */
+
+struct src_artifact;
+
+int src_artifact_open(struct src_artifact **out,
+		      const struct source_options *o, struct err *err);
+int src_artifact_poll(struct src_artifact *s, struct source_poll_result *r,
+		      struct err *err);
+int src_artifact_checkout(struct src_artifact *s, char **dir,
+			  struct err *err);
+int src_artifact_mark_rendered(struct src_artifact *s, const char *tree,
+			       struct err *err);
+const char *src_artifact_url(const struct src_artifact *s);
+const char *src_artifact_cache_path(const struct src_artifact *s);
+void src_artifact_free(struct src_artifact *s);
 
 /* ---- archive.c ---------------------------------------------------- */
 
@@ -115,6 +156,12 @@ struct src_http_options {
 	const char *user_agent; /* NULL: "syncd/VERSION" */
 };
 
+/*
+ * A client for bounded requests: one libcurl handle whose connections
+ * are kept alive between requests. The options' strings are copied
+ * (secrets wiped when freed). Caller owns *out; free it with
+ * src_http_free(). One thread at a time.
+ */
 struct src_http;
 
 int src_http_new(struct src_http **out, const struct src_http_options *o,
@@ -131,22 +178,41 @@ struct src_http_request {
 					  instead of the options' basic or
 					  token auth; NULL: those */
 	bool no_auth;		       /* send no credentials at all */
-	uint64_t max_bytes;	       /* body bound; over it: ERR_LIMIT */
-	const char *to_file;	       /* write the body there (created
-					  0600, truncated); NULL: memory */
+	uint64_t max_bytes;	       /* body bound; over it: ERR_LIMIT;
+					  0: SRC_HTTP_DEFAULT_MAX_BYTES */
+	const char *to_file;	       /* write a 2xx body there (created
+					  0600, truncated; removed when the
+					  call fails); NULL: memory */
 };
+
+/* Body bound of a request whose max_bytes is 0. */
+#define SRC_HTTP_DEFAULT_MAX_BYTES (16ull << 20)
+/* With to_file, the body of a non-2xx answer (a registry's error JSON)
+ * is kept in r->body up to this many bytes; the rest is read (within
+ * max_bytes) and dropped. */
+#define SRC_HTTP_ERROR_BODY_MAX (64u << 10)
 
 struct src_http_response {
 	long status;
-	struct buf body;	  /* when not to_file */
+	struct buf body;	  /* when not to_file; with to_file, a
+				     non-2xx answer's (its first
+				     SRC_HTTP_ERROR_BODY_MAX bytes) */
 	uint64_t body_bytes;	  /* bytes received */
 	char *etag;		  /* NULL when absent */
 	char *content_type;
 	char *docker_content_digest;
-	char *www_authenticate;
+	char *www_authenticate;	  /* a Bearer challenge preferred when
+				     there are several */
+	char *link;		  /* every Link header, joined by ", " */
 	char *effective_url;	  /* after same-host redirects */
 	char body_sha256[65];	  /* hex digest of the body received */
 };
+
+/* Header values longer than this are ignored (read as absent). */
+#define SRC_HTTP_HEADER_MAX 8192u
+
+#define SRC_HTTP_RESPONSE_INIT {0, BUF_INIT, 0, NULL, NULL, NULL, NULL, NULL, \
+				NULL, {0}}
 
 /*
  * One request. Redirects are followed (at most 5) only to the same
@@ -158,7 +224,11 @@ struct src_http_response {
  * Content-Length over the bound is refused before any body byte).
  * Any HTTP status is success at this level: the caller reads
  * r->status. Messages name the method and the URL without user
- * information or query string, never a credential.
+ * information or query string, never a credential. A URL that holds
+ * user information is refused (ERR_INVALID): credentials go in
+ * headers only. `r` is SRC_HTTP_RESPONSE_INIT or a response used
+ * before (released here first); the caller releases it, also after a
+ * failure.
  */
 int src_http_do(struct src_http *h, const struct src_http_request *req,
 		struct src_http_response *r, struct err *err);
@@ -167,8 +237,24 @@ void src_http_response_release(struct src_http_response *r);
 /* Requests sent by this handle since it was made (redirects count). */
 unsigned long src_http_requests(const struct src_http *h);
 
-/* "https://user@host/x?y" -> "https://host/x" in *out. */
+/*
+ * "https://user@host/x?y#z" -> "https://host/x" appended to *out, for
+ * messages: control characters become '?', and more than 512 bytes are
+ * cut and end in "...". 0 or ERR_NOMEM/ERR_LIMIT from the buffer.
+ */
 int src_url_redact(struct buf *out, const char *url);
+
+/* Whether two absolute URLs have the same scheme, host and port (an
+ * omitted port is the scheme's default). False when one does not parse. */
+bool src_url_same_origin(const char *a, const char *b);
+
+/*
+ * `ref` (absolute, "/path?q" or relative) resolved against the absolute
+ * URL `base`, as a browser would, appended to *out. ERR_PARSE when
+ * either does not parse.
+ */
+int src_url_resolve(struct buf *out, const char *base, const char *ref,
+		    struct err *err);
 
 /* ---- oci.c -------------------------------------------------------- */
 
@@ -219,9 +305,10 @@ int src_oci_manifest(struct src_oci *c, const char *digest,
 
 /*
  * Download blob `digest` into `file`: refused before download when
- * `size` (from the manifest; 0: unknown) exceeds max_bytes, stopped at
- * max_bytes, and checked against the digest (ERR_INVALID on mismatch,
- * the file removed).
+ * `size` (from the manifest; 0: unknown) exceeds max_bytes (0:
+ * SRC_HTTP_DEFAULT_MAX_BYTES), stopped at `size` or else max_bytes
+ * (ERR_LIMIT), and checked against the size and the digest (ERR_INVALID
+ * on mismatch). On any failure the file is removed.
  */
 int src_oci_blob(struct src_oci *c, const char *digest, uint64_t size,
 		 uint64_t max_bytes, const char *file, struct err *err);
@@ -231,5 +318,71 @@ unsigned long src_oci_requests(const struct src_oci *c);
 
 /* Its "HOST[:PORT]/NAME", for messages. Owned by c. */
 const char *src_oci_name(const struct src_oci *c);
+
+/* The pure parts of oci.c, for its tests. */
+
+/* The distribution spec's bound on "HOST/NAME" (255) and its parts. */
+#define SRC_OCI_HOST_MAX 256
+#define SRC_OCI_NAME_MAX 256
+
+struct src_oci_ref {
+	char host[SRC_OCI_HOST_MAX]; /* "host[:port]", host lower-cased */
+	char name[SRC_OCI_NAME_MAX]; /* "org/chart" */
+};
+
+/*
+ * Split "oci://HOST[:PORT]/NAME". ERR_INVALID naming the reference
+ * (without user information) and the rule broken: another scheme, user
+ * information, a query or fragment, a tag (":1.0") or digest ("@sha256:")
+ * in it, an empty or malformed host or port, a NAME that is not lower
+ * case or does not match the distribution spec's
+ * [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*,
+ * or "HOST/NAME" longer than 255 bytes.
+ */
+int src_oci_parse_ref(struct src_oci_ref *out, const char *ref,
+		      struct err *err);
+
+enum src_oci_auth_scheme { SRC_OCI_AUTH_BEARER = 1, SRC_OCI_AUTH_BASIC };
+
+/* One challenge of a WWW-Authenticate header; strings owned, NULL when
+ * the parameter is absent. */
+struct src_oci_challenge {
+	enum src_oci_auth_scheme scheme;
+	char *realm;
+	char *service;
+	char *scope;
+};
+
+#define SRC_OCI_CHALLENGE_INIT {0, NULL, NULL, NULL}
+
+/*
+ * Parse a WWW-Authenticate value (RFC 9110 section 11.6.1): challenges
+ * "Scheme param=token-or-"quoted\"string", ..." separated by commas; the
+ * first Bearer challenge is taken, else the first Basic one. Parameter
+ * names are case-insensitive, unknown ones ignored, values at most
+ * SRC_HTTP_HEADER_MAX bytes. ERR_PARSE on malformed syntax, ERR_INVALID
+ * when there is neither Bearer nor Basic (or a Bearer without realm).
+ * Release *ch with src_oci_challenge_release(), also after a failure.
+ */
+int src_oci_parse_challenge(struct src_oci_challenge *ch, const char *value,
+			    struct err *err);
+void src_oci_challenge_release(struct src_oci_challenge *ch);
+
+/*
+ * The URL of the rel="next" link of a Link header value
+ * ("<url>; rel=\"next\", <url2>; rel=prev"), appended to *out as it is
+ * written (maybe relative); nothing appended when there is none.
+ * ERR_PARSE on malformed syntax.
+ */
+int src_oci_parse_link(struct buf *out, const char *value, struct err *err);
+
+/*
+ * A registry's error body ({"errors":[{"code":..,"message":..}]}) as a
+ * short text for messages, appended to *out: errors[0].message (else its
+ * code), control characters replaced, at most 200 bytes (cut at a UTF-8
+ * boundary, then "..."). Nothing appended when the body is not such
+ * JSON.
+ */
+void src_oci_error_excerpt(struct buf *out, const char *body, size_t len);
 
 #endif

@@ -1,8 +1,33 @@
 /*
- * source: where an app's files come from. The Git source (source_git_*,
- * source/git.c): a Git repository as the source of an app's files (libgit2).
+ * source: where an app's files come from. Three kinds of source, one
+ * interface (source_open/poll/checkout/mark_rendered): each poll names a
+ * revision and the id of a read-only tree, and says whether that tree
+ * differs from the last one rendered, so the renderers run only when the
+ * app's files changed.
  *
- * A source_git follows one (URL, revision, subpath). Each poll lists the
+ *   git   a Git repository (libgit2, git.c): a branch, tag or commit, and
+ *         a path inside it.
+ *   helm  a Helm chart from a chart repository (an HTTP(S) index.yaml)
+ *         or an OCI registry (oci://HOST/PATH, the chart at PATH/CHART),
+ *         by exact version or semver range (artifact.c). The tree is the
+ *         unpacked chart; the revision "VERSION@sha256:HEX" (the digest
+ *         of the chart archive, or of its OCI manifest).
+ *   oci   an OCI artifact holding manifests (oci://HOST/NAME), by tag,
+ *         semver range over the tags, or digest (artifact.c, on the
+ *         registry client oci.c). The
+ *         tree is its layers unpacked; the revision "TAG@sha256:HEX" or
+ *         "sha256:HEX".
+ *
+ * Change detection costs no download when nothing moved: git lists the
+ * remote's refs; a chart repository is asked for index.yaml with
+ * If-None-Match (a 304 ends the poll); a registry is asked for the
+ * manifest digest of the tag (one HEAD). Downloads are bounded, checked
+ * against their digests, and unpacked into a temporary directory renamed
+ * into place only when complete.
+ *
+ * The Git source in detail (git.c):
+ *
+ * A Git source follows one (URL, revision, subpath). Each poll lists the
  * remote's refs and fetches only when the wanted ref moved; a pinned full
  * commit id that is already in the cache needs no network at all. The
  * result names the commit and the tree id of the subpath, and says whether
@@ -37,33 +62,48 @@
  * signature refused, limit hit) changes neither the last checkout nor the
  * last-render record.
  *
- * Thread safety: one source_git is used by one thread at a time; distinct
+ * Thread safety: one source is used by one thread at a time; distinct
  * sources may be used from distinct threads.
  */
 #ifndef SOURCE_SOURCE_H
 #define SOURCE_SOURCE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/err.h"
 
-#define SOURCE_GIT_OPTIONS_VERSION 1
+#define SOURCE_OPTIONS_VERSION 1
 
 /* Hex object id length (SHA-1 repositories). */
 #define SOURCE_GIT_OID_HEXSZ 40
+
+/* A revision ("VERSION@sha256:HEX", a commit id, ...) and a tree id. */
+#define SOURCE_REVISION_MAX 160
+#define SOURCE_TREE_MAX 65
 
 /* Defaults used when the option is 0. */
 #define SOURCE_GIT_DEFAULT_TIMEOUT_MS 60000u
 #define SOURCE_GIT_DEFAULT_MAX_REPO_BYTES (2ull << 30)  /* 2 GiB */
 #define SOURCE_GIT_DEFAULT_MAX_BLOB_BYTES (16ull << 20) /* 16 MiB */
+#define SOURCE_DEFAULT_MAX_ARTIFACT_BYTES (128ull << 20) /* 128 MiB */
+
+enum source_type {
+	SOURCE_GIT,
+	SOURCE_HELM,
+	SOURCE_OCI,
+};
+
+/* "git", "helm", "oci", by value; NULL-ended. */
+extern const char *const source_type_names[];
 
 /*
  * Credentials and trust. Every field is optional. Secrets are read from
  * the named file (trailing newline removed) or environment variable when
  * the server asks for them, and are never copied into the cache.
  */
-struct source_git_auth {
+struct source_auth {
 	const char *username;            /* HTTPS user; SSH user when the
 					    URL names none (default "git") */
 	const char *username_file;       /* file holding the user name
@@ -92,93 +132,126 @@ struct source_git_auth {
  * OpenPGP keyring (`gpg --export KEYID > FILE`), checked with gpgv; every
  * key in it is trusted.
  */
-struct source_git_verify {
+struct source_verify {
 	const char *allowed_signers_file;
 	const char *gpg_keyring_file;
 };
 
-struct source_git_options {
-	unsigned version;          /* SOURCE_GIT_OPTIONS_VERSION */
+struct source_options {
+	unsigned version;          /* SOURCE_OPTIONS_VERSION */
+	enum source_type type;     /* default SOURCE_GIT */
+	/*
+	 * git: the repository. helm: the chart repository (http(s)://, its
+	 * index.yaml beside) or oci://HOST/PATH. oci: oci://HOST/NAME.
+	 */
 	const char *url;           /* required */
-	const char *revision;      /* NULL: the remote's HEAD */
+	/*
+	 * git: branch, tag, commit or ref (NULL: the remote's HEAD). helm:
+	 * a version or semver range (NULL: the newest stable version). oci:
+	 * a tag, a semver range over the tags, or "sha256:HEX" (NULL:
+	 * "latest").
+	 */
+	const char *revision;
+	const char *chart;         /* helm: the chart's name; required */
+	const char *digest;        /* helm, oci: "sha256:HEX" the resolved
+				      artifact must have (oci: the manifest;
+				      a chart repository: the archive);
+				      NULL: any */
+	bool plain_http;           /* helm, oci: http:// allowed, and
+				      oci:// spoken over http */
 	const char *subpath;       /* NULL or "": the whole tree */
 	const char *cache_dir;     /* NULL: $XDG_CACHE_HOME/syncd, else
 				      $HOME/.cache/syncd */
-	struct source_git_auth auth;
-	struct source_git_verify verify;
-	unsigned fetch_timeout_ms; /* one connect+fetch; 0: default */
-	uint64_t max_repo_bytes;   /* size of the cached repository after a
-				      fetch (and bytes received by one
-				      fetch); 0: default */
-	uint64_t max_blob_bytes;   /* largest file read; 0: default */
+	struct source_auth auth;
+	struct source_verify verify; /* git only */
+	unsigned fetch_timeout_ms; /* one connect+fetch (git), one request
+				      (helm, oci); 0: default */
+	uint64_t max_repo_bytes;   /* git: size of the cached repository
+				      after a fetch (and bytes received by
+				      one fetch); helm, oci: one download
+				      (index, archive, layer); 0: default */
+	uint64_t max_blob_bytes;   /* largest file read or unpacked; 0:
+				      default */
 };
 
-#define SOURCE_GIT_OPTIONS_INIT {.version = SOURCE_GIT_OPTIONS_VERSION}
+#define SOURCE_OPTIONS_INIT {.version = SOURCE_OPTIONS_VERSION}
 
-struct source_git_poll_result {
-	char commit[SOURCE_GIT_OID_HEXSZ + 1]; /* resolved commit id */
-	char tree[SOURCE_GIT_OID_HEXSZ + 1];   /* tree id at subpath */
-	/* Last tree recorded by source_git_mark_rendered() for this
-	 * (URL, revision, subpath), "" when none, also across restarts. */
-	char rendered_tree[SOURCE_GIT_OID_HEXSZ + 1];
+struct source_poll_result {
+	/* git: the commit id; helm: "VERSION@sha256:HEX"; oci:
+	 * "TAG@sha256:HEX", or "sha256:HEX" when asked by digest. */
+	char revision[SOURCE_REVISION_MAX];
+	char tree[SOURCE_TREE_MAX];   /* git: tree id at subpath; helm, oci:
+					 the digest's hex */
+	/* Last tree recorded by source_mark_rendered() for this source, ""
+	 * when none, also across restarts. */
+	char rendered_tree[SOURCE_TREE_MAX];
 	bool changed;          /* tree != rendered_tree */
-	bool fetched;          /* this poll downloaded objects */
-	bool contacted;        /* this poll talked to the remote (ls) */
-	unsigned long requests; /* remote connections made by this source
-				   since open (ls-remote and fetch each
-				   count one) */
+	bool fetched;          /* this poll downloaded something */
+	bool contacted;        /* this poll talked to the remote */
+	unsigned long requests; /* remote requests made by this source
+				   since open (git: ls-remote and fetch
+				   each count one) */
 };
 
-struct source_git;
+struct source;
 
 /*
  * Check the options and open (creating when needed) the cache of o->url.
- * No network access. Caller owns *out; free with source_git_free(). Strings
- * in *o are copied. ERR_USAGE/ERR_INVALID for bad options (unsupported URL,
+ * No network access. Caller owns *out; free with source_free(). Strings
+ * in *o are copied; secret files are read (helm, oci) or named for
+ * later (git). ERR_USAGE/ERR_INVALID for bad options (unsupported URL,
  * password inside the URL, missing secret file), ERR_IO for the cache.
  */
-int source_git_open(struct source_git **out,
-		    const struct source_git_options *o, struct err *err);
+int source_open(struct source **out, const struct source_options *o,
+		struct err *err);
 
 /*
- * Find the commit the revision names now, fetching when needed, check its
- * signature when a policy is set, and fill *r. Errors (the URL in them has
- * no user information): ERR_NOTFOUND (revision not on the remote, path not
- * in the commit), ERR_TIMEOUT, ERR_LIMIT (repository too big), ERR_INVALID
- * (signature refused, authentication failed, host key unknown or changed:
- * the message holds the key's SHA256 fingerprint), ERR_IO (server down,
- * other transport errors). After an error the source keeps its last good
- * commit: source_git_checkout() still returns its directory.
+ * Find what the revision names now, downloading when it moved, check it
+ * (signature, digest pin), and fill *r. Errors (the URL in them has no
+ * user information): ERR_NOTFOUND (revision, version or path absent),
+ * ERR_TIMEOUT, ERR_LIMIT (too big), ERR_INVALID (signature or digest
+ * refused, authentication failed, host key unknown or changed, hostile
+ * archive), ERR_PARSE (a malformed index or manifest), ERR_IO (server
+ * down, other transport errors). After an error the source keeps its
+ * last good revision: source_checkout() still returns its directory.
  */
-int source_git_poll(struct source_git *s, struct source_git_poll_result *r,
-		    struct err *err);
+int source_poll(struct source *s, struct source_poll_result *r,
+		struct err *err);
 
 /*
- * A read-only directory holding the tree of the last successfully polled
- * commit at subpath: <cache>/trees/<tree id>, written under a temporary
- * name then renamed into place, and reused as is when it already exists.
- * Files bigger than max_blob_bytes are refused (ERR_LIMIT, naming the
- * file). ERR_INVALID when nothing was polled yet. Caller owns *dir; free().
- * The directory stays until a later checkout of the same source replaces
- * it and a cleanup finds it unreferenced (the current and the previous
- * tree of every (revision, subpath) sharing the cache are kept).
+ * A read-only directory holding the tree of the last good poll at
+ * subpath. Caller owns *dir; free(). ERR_INVALID when nothing was polled
+ * yet. Directories stay until a later checkout of the same source
+ * replaces them and a cleanup finds them unreferenced.
  */
-int source_git_checkout(struct source_git *s, char **dir, struct err *err);
+int source_checkout(struct source *s, char **dir, struct err *err);
 
 /*
- * Record that the tree `tree` (hex id from a poll result) was rendered,
- * in memory and in the cache (so a restart knows it): the next poll
- * reports changed == false until the subpath's tree changes.
+ * Record that `tree` (from a poll result) was rendered, in memory and in
+ * the cache (so a restart knows it): the next poll reports changed ==
+ * false until the tree changes.
  */
-int source_git_mark_rendered(struct source_git *s, const char *tree,
-			     struct err *err);
+int source_mark_rendered(struct source *s, const char *tree,
+			 struct err *err);
 
-/* The URL without user information, for messages. Owned by s. */
-const char *source_git_url(const struct source_git *s);
+/* The URL without user information (helm: "URL CHART"), for messages.
+ * Owned by s. */
+const char *source_url(const struct source *s);
 
-/* The URL's cache directory (<cache_dir>/<sha256>). Owned by s. */
-const char *source_git_cache_path(const struct source_git *s);
+/* The source's cache directory (<cache_dir>/<sha256>). Owned by s. */
+const char *source_cache_path(const struct source *s);
 
-void source_git_free(struct source_git *s);
+enum source_type source_type(const struct source *s);
+
+/*
+ * A revision shortened for people: a commit id to its first `digits`
+ * characters, "6.5.0@sha256:HEX" to "6.5.0@" and `digits` of HEX,
+ * "sha256:HEX" to "sha256:" and `digits` of HEX. Always NUL-terminated
+ * in out[size] (size > 0); "" for NULL.
+ */
+void source_revision_short(char *out, size_t size, const char *rev,
+			   unsigned digits);
+
+void source_free(struct source *s);
 
 #endif

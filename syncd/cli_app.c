@@ -10,6 +10,19 @@
 
 #include "util/banned.h" /* last */
 
+static const struct option decrypt_longopts[] = {
+	{"decrypt-age-key-file", required_argument, NULL, CLI_DECRYPT_OPT},
+	{NULL, 0, NULL, 0},
+};
+
+const char cli_app_decrypt_usage[] =
+	"      --decrypt-age-key-file FILE\n"
+	"                             decrypt objects encrypted with SOPS\n"
+	"                             (a top-level sops key) with the age\n"
+	"                             identities of FILE, by the sops program\n"
+	"                             (docs/sops.md); values of decrypted\n"
+	"                             objects show as fingerprints\n";
+
 static size_t count(const struct option *o)
 {
 	size_t n = 0;
@@ -30,14 +43,16 @@ const struct option *cli_app_longopts(struct cli_app *app,
 				      const struct option *own)
 {
 	size_t a = count(own), b = count(cli_source_longopts),
-	       c = count(cli_render_longopts);
-	struct option *all = calloc(a + b + c + 1, sizeof(*all));
+	       c = count(cli_render_longopts),
+	       d = app->decrypt ? count(decrypt_longopts) : 0;
+	struct option *all = calloc(a + b + c + d + 1, sizeof(*all));
 
 	if (!all)
 		return NULL;
 	memcpy(all, own, a * sizeof(*all));
 	memcpy(all + a, cli_source_longopts, b * sizeof(*all));
 	memcpy(all + a + b, cli_render_longopts, c * sizeof(*all));
+	memcpy(all + a + b + c, decrypt_longopts, d * sizeof(*all));
 	free(app->longopts);
 	app->longopts = all;
 	return all;
@@ -46,7 +61,16 @@ const struct option *cli_app_longopts(struct cli_app *app,
 int cli_app_option(struct cli_app *app, int val, const char *arg,
 		   struct err *err)
 {
-	int r = cli_source_option(&app->source, val, arg, err);
+	int r;
+
+	if (val == CLI_DECRYPT_OPT && app->decrypt) {
+		app->spec.decryption.sops = true;
+		if (app_spec_set(&app->spec, &app->spec.decryption.age_key_file,
+				 arg) < 0)
+			return err_set(err, ERR_NOMEM, "out of memory");
+		return 1;
+	}
+	r = cli_source_option(&app->source, val, arg, err);
 
 	if (r == 0)
 		r = cli_render_option(&app->spec, val, arg, err);
@@ -59,7 +83,7 @@ int cli_app_path(const struct cli_app *app, int argc, char **argv,
 	*path = NULL;
 	if (optind < argc - 1)
 		return err_set(err, ERR_USAGE, "more than one PATH");
-	if (optind == argc && !app->spec.git.url)
+	if (optind == argc && !app->spec.source.url)
 		return err_set(err, ERR_USAGE, "missing PATH");
 	if (optind < argc)
 		*path = argv[optind];
@@ -68,7 +92,7 @@ int cli_app_path(const struct cli_app *app, int argc, char **argv,
 
 char *cli_app_default_name(const struct cli_app *app, const char *path)
 {
-	const struct source_git_options *g = &app->spec.git;
+	const struct source_options *g = &app->spec.source;
 
 	return app_name_from_path(path ? path
 				  : g->subpath ? g->subpath
@@ -110,11 +134,14 @@ int cli_app_load(struct cli_app *app, const char *path,
 	}
 	error = app_spec_render(&app->spec, app->source.dir,
 				app->source.commit,
-				path ? path : app->spec.git.subpath, out, NULL,
+				path ? path : app->spec.source.subpath, out, NULL,
 				err);
 	if (!error && cacheable)
 		app_render_cache_write(file.ptr, out);
 out:
+	/* After the cache: it keeps what Git holds, ciphertext. */
+	if (!error && app->decrypt)
+		error = app_decrypt(out, &app->spec, NULL, err);
 	buf_release(&file);
 	return error;
 }

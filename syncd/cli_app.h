@@ -19,14 +19,27 @@ struct cli_app {
 	struct app_spec spec;	 /* what the options say the app is */
 	struct cli_source source;
 	struct option *longopts; /* own + app options, from cli_app_longopts */
+	/*
+	 * Set before cli_app_longopts() by the commands that compare and
+	 * apply (diff, sync): objects encrypted with SOPS are decrypted
+	 * after the render, with the age identities of
+	 * --decrypt-age-key-file. `syncd render` prints what Git holds.
+	 */
+	bool decrypt;
 };
+
+/* getopt_long `val` of --decrypt-age-key-file. */
+#define CLI_DECRYPT_OPT 0x1300
+
+/* The --help text of --decrypt-age-key-file (diff, sync). */
+extern const char cli_app_decrypt_usage[];
 
 /* Fill *app (its spec with every default); release with cli_app_release(). */
 void cli_app_init(struct cli_app *app);
 
 /*
  * `own` (ended by an all-zero entry) followed by the source and render
- * options, in app->longopts (released by cli_app_release()). NULL when
+ * options (and --decrypt-age-key-file when app->decrypt), in app->longopts (released by cli_app_release()). NULL when
  * out of memory.
  */
 const struct option *cli_app_longopts(struct cli_app *app,
@@ -60,7 +73,9 @@ void cli_app_usage(FILE *f);
  * owned by `app`.
  *
  * Renders from Git go through the render cache (app_render_cache_file()
- * in app/app.h), shared with the controller.
+ * in app/app.h), shared with the controller. With app->decrypt, objects
+ * encrypted with SOPS are decrypted after the cache (app_decrypt()): the
+ * cache holds ciphertext only.
  */
 int cli_app_load(struct cli_app *app, const char *path,
 		 struct diff_objset *out, const char **revision,

@@ -1,6 +1,7 @@
 /*
- * The source options of app commands: a local PATH, or a Git repository
- * (--repo) polled and checked out through source/source.h.
+ * The source options of app commands: a local PATH, or a source (--repo:
+ * a Git repository, a Helm chart with --chart, an oci:// artifact)
+ * polled and checked out through source/source.h.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +34,10 @@ enum {
 	OPT_VERIFY_SIGNATURES,
 	OPT_FETCH_TIMEOUT,
 	OPT_VERBOSE,
+	OPT_CHART,
+	OPT_DIGEST,
+	OPT_PLAIN_HTTP,
+	OPT_SOURCE_TYPE,
 };
 
 const struct option cli_source_longopts[] = {
@@ -56,16 +61,32 @@ const struct option cli_source_longopts[] = {
 	{"verify-signatures", required_argument, NULL, OPT_VERIFY_SIGNATURES},
 	{"fetch-timeout", required_argument, NULL, OPT_FETCH_TIMEOUT},
 	{"verbose", no_argument, NULL, OPT_VERBOSE},
+	{"chart", required_argument, NULL, OPT_CHART},
+	{"digest", required_argument, NULL, OPT_DIGEST},
+	{"plain-http", no_argument, NULL, OPT_PLAIN_HTTP},
+	{"source-type", required_argument, NULL, OPT_SOURCE_TYPE},
 	{NULL, 0, NULL, 0},
 };
 
 const char cli_source_usage[] =
 	"\n"
-	"Source (instead of PATH, a Git repository; see docs/git.md):\n"
+	"Source (instead of PATH, a Git repository, a Helm chart or an OCI\n"
+	"artifact; see docs/git.md and docs/sources.md):\n"
 	"      --repo URL             https://, http://, ssh://, host:path,\n"
-	"                             file:// or a local repository\n"
+	"                             file:// or a local repository; with\n"
+	"                             --chart a chart repository (https://,\n"
+	"                             http:// or oci://); oci://HOST/NAME\n"
+	"                             alone: an OCI artifact of manifests\n"
+	"      --chart NAME           the Helm chart of the repository\n"
 	"      --revision REV         branch, tag, commit id or refs/...\n"
-	"                             (default: the remote's HEAD)\n"
+	"                             (default: the remote's HEAD); a chart's\n"
+	"                             version or semver range (^1.2); an\n"
+	"                             OCI tag, range or sha256:DIGEST\n"
+	"      --digest sha256:HEX    refuse a chart or artifact of another\n"
+	"                             digest\n"
+	"      --plain-http           oci:// over http (a local registry)\n"
+	"      --source-type TYPE     git, helm or oci (default: helm with\n"
+	"                             --chart, oci for oci://, else git)\n"
 	"      --path SUBDIR          the app's directory in the repository\n"
 	"      --cache-dir DIR        default $XDG_CACHE_HOME/syncd\n"
 	"      --username USER        HTTPS user (SSH: when the URL has none)\n"
@@ -115,7 +136,7 @@ static int take(struct cli_source *s, const char **field, const char *name,
 
 static int parse_verify(struct cli_source *s, const char *arg, struct err *err)
 {
-	struct source_git_options *g = &s->spec->git;
+	struct source_options *g = &s->spec->source;
 
 	static const char ssh[] = "allowed_signers=", gpg[] = "gpg-keyring=";
 
@@ -147,8 +168,8 @@ static int take(struct cli_source *s, const char **field, const char *name,
 int cli_source_option(struct cli_source *s, int val, const char *arg,
 		      struct err *err)
 {
-	struct source_git_options *g = &s->spec->git;
-	struct source_git_auth *a = &g->auth;
+	struct source_options *g = &s->spec->source;
+	struct source_auth *a = &g->auth;
 
 	switch (val) {
 	case OPT_REPO:
@@ -192,6 +213,24 @@ int cli_source_option(struct cli_source *s, int val, const char *arg,
 	case OPT_VERBOSE:
 		s->verbose = true;
 		return 1;
+	case OPT_CHART:
+		if (!s->type_given)
+			g->type = SOURCE_HELM;
+		return take(s, &g->chart, "chart", arg, err);
+	case OPT_DIGEST:
+		return take(s, &g->digest, "digest", arg, err);
+	case OPT_PLAIN_HTTP:
+		g->plain_http = true;
+		return 1;
+	case OPT_SOURCE_TYPE:
+		for (int t = 0; source_type_names[t]; t++)
+			if (!strcmp(arg, source_type_names[t])) {
+				g->type = (enum source_type)t;
+				s->type_given = true;
+				return 1;
+			}
+		return err_set(err, ERR_USAGE, "--source-type: \"%s\" is not "
+			       "one of git, helm, oci", arg);
 	default:
 		return 0;
 	}
@@ -200,8 +239,8 @@ int cli_source_option(struct cli_source *s, int val, const char *arg,
 /* The first Git-only option given, for "needs --repo"; NULL when none. */
 static const char *git_option_given(const struct cli_source *s)
 {
-	const struct source_git_options *g = &s->spec->git;
-	const struct source_git_auth *a = &g->auth;
+	const struct source_options *g = &s->spec->source;
+	const struct source_auth *a = &g->auth;
 
 	if (g->revision)
 		return "--revision";
@@ -222,6 +261,12 @@ static const char *git_option_given(const struct cli_source *s)
 		return "--verify-signatures";
 	if (g->fetch_timeout_ms)
 		return "--fetch-timeout";
+	if (g->chart)
+		return "--chart";
+	if (g->digest)
+		return "--digest";
+	if (g->plain_http)
+		return "--plain-http";
 	return NULL;
 }
 
@@ -277,15 +322,15 @@ static void move_errors(struct err *err, struct err *from, const char *url,
 }
 
 static void log_poll(const struct cli_source *s, const char *url,
-		     const struct source_git_poll_result *r)
+		     const struct source_poll_result *r)
 {
 	char requests[24];
 
 	snprintf(requests, sizeof(requests), "%lu", r->requests);
 	log_info("polled repository", "url", url, "revision",
-		 s->spec->git.revision ? s->spec->git.revision : "HEAD", "path",
-		 s->spec->git.subpath ? s->spec->git.subpath : "", "commit",
-		 r->commit, "tree", r->tree, "changed",
+		 s->spec->source.revision ? s->spec->source.revision : "HEAD", "path",
+		 s->spec->source.subpath ? s->spec->source.subpath : "", "commit",
+		 r->revision, "tree", r->tree, "changed",
 		 r->changed ? "true" : "false", "fetched",
 		 r->fetched ? "true" : "false", "contacted",
 		 r->contacted ? "true" : "false", "requests", requests, NULL);
@@ -293,27 +338,30 @@ static void log_poll(const struct cli_source *s, const char *url,
 
 static int prepare_repo(struct cli_source *s, struct err *err)
 {
-	struct source_git_poll_result r;
-	struct source_git *gs = NULL;
+	struct source_poll_result r;
+	struct source *gs = NULL;
 	struct err gerr = ERR_INIT;
 	struct buf url = BUF_INIT;
 	const char *name = "the repository";
 	char *dir = NULL;
 	int error;
 
-	if ((error = redacted_url(&url, s->spec->git.url)) < 0) {
+	if (!s->type_given && s->spec->source.type == SOURCE_GIT &&
+	    !strncmp(s->spec->source.url, "oci://", 6))
+		s->spec->source.type = SOURCE_OCI;
+	if ((error = redacted_url(&url, s->spec->source.url)) < 0) {
 		err_set(&gerr, ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	name = buf_cstr(&url);
-	if ((error = source_git_open(&gs, &s->spec->git, &gerr)) < 0)
+	if ((error = source_open(&gs, &s->spec->source, &gerr)) < 0)
 		goto out;
-	name = source_git_url(gs);
-	if ((error = source_git_poll(gs, &r, &gerr)) < 0)
+	name = source_url(gs);
+	if ((error = source_poll(gs, &r, &gerr)) < 0)
 		goto out;
 	if (s->verbose)
 		log_poll(s, name, &r);
-	if ((error = source_git_checkout(gs, &dir, &gerr)) < 0)
+	if ((error = source_checkout(gs, &dir, &gerr)) < 0)
 		goto out;
 	/*
 	 * A one-shot command renders every time; the record says which tree
@@ -323,10 +371,10 @@ static int prepare_repo(struct cli_source *s, struct err *err)
 	 * it for that purpose.
 	 */
 	if (r.changed &&
-	    (error = source_git_mark_rendered(gs, r.tree, &gerr)) < 0)
+	    (error = source_mark_rendered(gs, r.tree, &gerr)) < 0)
 		goto out;
-	if (!(s->commit = strdup(r.commit)) || !(s->tree = strdup(r.tree)) ||
-	    !(s->cache_path = strdup(source_git_cache_path(gs)))) {
+	if (!(s->commit = strdup(r.revision)) || !(s->tree = strdup(r.tree)) ||
+	    !(s->cache_path = strdup(source_cache_path(gs)))) {
 		error = err_set(&gerr, ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -338,7 +386,7 @@ out:
 	if (error < 0)
 		move_errors(err, &gerr, name, error);
 	free(dir);
-	source_git_free(gs);
+	source_free(gs);
 	buf_release(&url);
 	err_release(&gerr);
 	return error;
@@ -348,7 +396,7 @@ int cli_source_prepare(struct cli_source *s, const char *path, struct err *err)
 {
 	const char *opt;
 
-	if (s->spec->git.url) {
+	if (s->spec->source.url) {
 		if (path)
 			return err_set(err, ERR_USAGE,
 				       "give either PATH or --repo, not both");
@@ -371,7 +419,7 @@ void cli_source_release(struct cli_source *s)
 	free(s->commit);
 	free(s->tree);
 	free(s->cache_path);
-	source_git_free(s->priv);
+	source_free(s->priv);
 	s->dir = s->commit = s->tree = s->cache_path = NULL;
 	s->priv = NULL;
 }

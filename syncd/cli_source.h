@@ -17,12 +17,13 @@
 #define CLI_SOURCE_OPT 0x1100
 
 /*
- * The source options fill spec->git (the app spec, app/app.h); this
+ * The source options fill spec->source (the app spec, app/app.h); this
  * holds the state of one checkout.
  */
 struct cli_source {
 	struct app_spec *spec; /* borrowed: where the options go */
 	bool verbose;	       /* --verbose: one log line per poll */
+	bool type_given;       /* --source-type was given */
 	/* State of a checkout, released by cli_source_release(). */
 	char *dir;    /* the directory (or file) to render */
 	char *commit; /* resolved commit id, or NULL for a local PATH */

@@ -443,6 +443,7 @@ static int diff_main(int argc, char **argv)
 	int c, r, rc = EXIT_ERROR;
 
 	cli_app_init(&capp);
+	capp.decrypt = true;
 	longopts = cli_app_longopts(&capp, own);
 	if (!longopts) {
 		fprintf(stderr, "error: out of memory\n");
@@ -549,6 +550,7 @@ static int diff_main(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			cli_app_usage(stdout);
+			fputs(cli_app_decrypt_usage, stdout);
 			fputs(usage_tail, stdout);
 			rc = EXIT_OK;
 			goto out;

@@ -271,6 +271,7 @@ static int sync_main(int argc, char **argv)
 	memset(&conn, 0, sizeof(conn));
 	memset(&app, 0, sizeof(app));
 	cli_app_init(&capp);
+	capp.decrypt = true;
 	longopts = cli_app_longopts(&capp, own);
 	if (!longopts) {
 		fprintf(stderr, "error: out of memory\n");
@@ -387,6 +388,7 @@ static int sync_main(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			cli_app_usage(stdout);
+			fputs(cli_app_decrypt_usage, stdout);
 			fputs(usage_tail, stdout);
 			rc = EXIT_OK;
 			goto out;

@@ -5,6 +5,7 @@
  * floor each, and their cells are cut with "…" (a field path keeps its
  * end: the leaf is what tells fields apart).
  */
+#include "source/source.h"
 #include "controller/controller.h"
 #include "syncd/status_fmt.h"
 #include "util/clock.h"
@@ -418,23 +419,16 @@ static void count(char *out, size_t size, const json_t *summary,
 		snprintf(out, size, "-");
 }
 
-/* The first 7 code points of the revision (a short commit), or "-". */
+/* The revision shortened (a commit to 7 characters), or "-". */
 static void short_revision(char *out, size_t size, const char *rev)
 {
-	size_t i = 0, cps = 0;
-
 	if (!rev || !*rev) {
 		snprintf(out, size, "-");
 		return;
 	}
-	/* 7 code points take at most 28 bytes: `size` is never reached. */
-	while (rev[i] && i + 4 < size) {
-		if (((unsigned char)rev[i] & 0xc0) != 0x80 && cps++ == 7)
-			break;
-		i++;
-	}
-	memcpy(out, rev, i);
-	out[i] = '\0';
+	source_revision_short(out, size, rev, 7);
+	/* Never half a UTF-8 sequence (a revision from a foreign status). */
+	out[utf8_cut(out, strlen(out), size - 1)] = '\0';
 }
 
 static size_t width_of(const struct status_fmt_options *opts)

@@ -84,7 +84,8 @@ struct spawn {
 	int out_fd; /* 0, 1, 2 never overwrites one of them */
 	int err_fd;
 	int report_fd;
-	int max_fd; /* for the close() loop fallback */
+	int keep_fd; /* inherited under its number (> 2), or -1 */
+	int max_fd;  /* for the close() loop fallback */
 };
 
 enum end {
@@ -224,23 +225,39 @@ __attribute__((noreturn)) static void child_fail(int fd, int stage, int errnum)
 }
 
 /*
- * In the child: close every fd but 0, 1, 2 and the report pipe (which is
- * CLOEXEC and goes away at exec). Our own fds are all CLOEXEC already; this
- * is for fds other code in the process opened without it.
+ * In the child: close every fd but 0, 1, 2, the report pipe (which is
+ * CLOEXEC and goes away at exec) and the inherited one. Our own fds are
+ * all CLOEXEC already; this is for fds other code in the process opened
+ * without it.
  */
 static void child_close_fds(const struct spawn *sp)
 {
-	int fd;
+	int keep[2] = {sp->report_fd, sp->keep_fd}, fd;
 
+	if (keep[1] >= 0 && keep[1] < keep[0]) {
+		keep[0] = sp->keep_fd;
+		keep[1] = sp->report_fd;
+	}
 #ifdef SYS_close_range
-	if ((sp->report_fd == 3 ||
-	     syscall(SYS_close_range, 3U, (unsigned)sp->report_fd - 1, 0U) ==
-		     0) &&
-	    syscall(SYS_close_range, (unsigned)sp->report_fd + 1, ~0U, 0U) == 0)
-		return;
+	{
+		unsigned from = 3;
+		bool done = true;
+
+		for (int i = 0; i < 2; i++) {
+			if (keep[i] < 0)
+				continue;
+			if ((unsigned)keep[i] > from &&
+			    syscall(SYS_close_range, from,
+				    (unsigned)keep[i] - 1, 0U) != 0)
+				done = false;
+			from = (unsigned)keep[i] + 1;
+		}
+		if (done && syscall(SYS_close_range, from, ~0U, 0U) == 0)
+			return;
+	}
 #endif
 	for (fd = 3; fd < sp->max_fd; fd++)
-		if (fd != sp->report_fd)
+		if (fd != sp->report_fd && fd != sp->keep_fd)
 			close(fd);
 }
 
@@ -269,6 +286,8 @@ __attribute__((noreturn)) static void child_exec(const struct spawn *sp)
 	    dup2(sp->err_fd, 2) < 0)
 		child_fail(sp->report_fd, STAGE_SETUP, errno);
 	child_close_fds(sp);
+	if (sp->keep_fd >= 0 && fcntl(sp->keep_fd, F_SETFD, 0) < 0)
+		child_fail(sp->report_fd, STAGE_SETUP, errno);
 	if (sp->cwd && chdir(sp->cwd) < 0)
 		child_fail(sp->report_fd, STAGE_CHDIR, errno);
 
@@ -598,6 +617,7 @@ int proc_run(struct proc_result *res, const char *const *argv,
 	sp.argv = (char *const *)argv;
 	sp.envp = opts->env ? opts->env : environ;
 	sp.cwd = opts->cwd;
+	sp.keep_fd = opts->inherit_fd > 2 ? opts->inherit_fd : -1;
 	open_max = sysconf(_SC_OPEN_MAX);
 	sp.max_fd = open_max > 0 && open_max < MAX_FALLBACK_FD
 			    ? (int)open_max

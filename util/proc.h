@@ -11,7 +11,8 @@
  *   ERR_LIMIT (a truncated manifest must never be applied); stderr beyond
  *   its cap is dropped (the first stderr_cap bytes are kept) and
  *   `err_truncated` is set.
- * - stdin is the given bytes, or /dev/null.
+ * - stdin is the given bytes, or /dev/null; every other fd above 2 is
+ *   closed in the child but `inherit_fd`.
  * - The environment is exactly `env` when given (NULL-terminated "K=V"
  *   strings), else the parent's environment.
  * - argv[0] without a '/' is looked up in the caller's PATH (as execvpe()
@@ -45,12 +46,19 @@ struct proc_options {
 	size_t stderr_cap;        /* 0: PROC_DEFAULT_ERR_CAP */
 	const char *stdin_data;   /* NULL: stdin is /dev/null */
 	size_t stdin_len;
+	/*
+	 * An fd (> 2) the child inherits under the same number, so that a
+	 * path /proc/self/fd/N the caller made names it in the child too
+	 * (a secret in a memfd, never on disk); its close-on-exec flag is
+	 * cleared in the child only. 0: none (every fd above 2 is closed).
+	 */
+	int inherit_fd;
 };
 
 #define PROC_DEFAULT_OUT_CAP (64u << 20)
 #define PROC_DEFAULT_ERR_CAP (64u << 10)
 
-#define PROC_OPTIONS_INIT {PROC_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, NULL, 0}
+#define PROC_OPTIONS_INIT {PROC_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, NULL, 0, 0}
 
 struct proc_result {
 	bool exited;          /* exited normally: exit_code is valid */

@@ -180,7 +180,8 @@
 	function shortRev(r) {
 		if (typeof r !== 'string' || !r)
 			return muted('none yet');
-		return el('code', {title: r}, r.slice(0, 7));
+		var m = /^(.*@)?sha256:([0-9a-f]+)$/.exec(r);
+		return el('code', {title: r}, m ? (m[1] || 'sha256:') + m[2].slice(0, 7) : r.slice(0, 7));
 	}
 
 	function lastSync(ls) {

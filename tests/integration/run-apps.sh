@@ -107,7 +107,7 @@ api POST "$APPS" application/json "$(app_json local web /srv/repo.git)"
 if wait_for 20 cond_is local Stalled True; then
 	api GET "$APPS/local"
 	expect_eq "$(printf '%s' "$body" | jq -r '.status.conditions[] | select(.type == "Stalled") | "\(.reason): \(.message)"')" \
-		'InvalidSpec: App team-a/local: spec.source.repo: "/srv/repo.git": an App reads https://, http://, ssh:// or user@host:path repositories only' \
+		'InvalidSpec: App team-a/local: spec.source.repo: "/srv/repo.git": an App reads https://, http://, ssh://, oci:// or user@host:path repositories only' \
 		"an App with a local repository is Stalled, the field and the cause named"
 else
 	not_ok "an App with a local repository is Stalled"

@@ -59,10 +59,24 @@ build() {
 
 # build_tool DIR: tools/NAME/go.mod names the package to build in its
 # `tool` line and the version flags (if any) in a `// ldflags:` comment.
+# A module with a `tool ( ... )` block builds each package, named after
+# the package's last element (tools/age: age and age-keygen).
 build_tool() {
-	local tool=$1 name pkg flags label
-	name=$(basename "$tool")
-	pkg=$(sed -n 's/^tool \(.*\)$/\1/p' "$tool/go.mod")
+	local tool=$1 pkgs
+	pkgs=$(sed -n '/^tool ($/,/^)$/s/^[[:space:]]\+\([^[:space:]]\+\)$/\1/p' "$tool/go.mod")
+	if [ -z "$pkgs" ]; then
+		build_pkg "$tool" "$(basename "$tool")" \
+			"$(sed -n 's/^tool \(.*\)$/\1/p' "$tool/go.mod")"
+		return
+	fi
+	for pkg in $pkgs; do
+		build_pkg "$tool" "$(basename "$pkg")" "$pkg"
+	done
+}
+
+# build_pkg DIR NAME PACKAGE: one package of a tool module.
+build_pkg() {
+	local tool=$1 name=$2 pkg=$3 flags label
 	flags=$(sed -n 's|^// ldflags: \(.*\)$|\1|p' "$tool/go.mod")
 	# "MODULE VERSION" of the package; a module of our own has no
 	# version: "MODULE (DIR)".

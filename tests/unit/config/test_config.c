@@ -49,10 +49,10 @@ static void check_default_app(const struct app_spec *a)
 	const struct render_app_options *r = &a->render;
 
 	cr_assert_eq(a->interval_ms, 60 * 1000);
-	cr_assert_null(a->git.revision);
-	cr_assert_null(a->git.subpath);
-	cr_assert_null(a->git.auth.password_file);
-	cr_assert_null(a->git.verify.allowed_signers_file);
+	cr_assert_null(a->source.revision);
+	cr_assert_null(a->source.subpath);
+	cr_assert_null(a->source.auth.password_file);
+	cr_assert_null(a->source.verify.allowed_signers_file);
 	cr_assert_eq(r->kind, RENDER_AUTO);
 	cr_assert_eq(a->render_timeout_ms, 0);
 	cr_assert_not(r->dir.no_recurse);
@@ -108,7 +108,7 @@ Test(config, defaults)
 	cr_assert_eq(c->napps, 1);
 	cr_assert_str_eq(c->apps[0].name, "only");
 	cr_assert_eq(c->apps[0].line, 2);
-	cr_assert_str_eq(c->apps[0].git.url,
+	cr_assert_str_eq(c->apps[0].source.url,
 			 "https://git.example.com/only.git");
 	check_default_app(&c->apps[0]);
 	config_free(c);
@@ -140,7 +140,7 @@ Test(config, full)
 {
 	struct config *c = load_ok(CASES "full.yaml");
 	const struct app_spec *a;
-	const struct source_git_options *s;
+	const struct source_options *s;
 	const struct render_app_options *r;
 
 	cr_assert_eq(c->resync_ms, 90 * 1000);
@@ -161,7 +161,7 @@ Test(config, full)
 	cr_assert_eq(c->napps, 2);
 
 	a = &c->apps[0];
-	s = &a->git;
+	s = &a->source;
 	r = &a->render;
 	cr_assert_str_eq(a->name, "full");
 	cr_assert_eq(a->line, 18);
@@ -244,7 +244,7 @@ Test(config, full)
 
 	/* The second app takes every default. */
 	cr_assert_str_eq(c->apps[1].name, "minimal");
-	cr_assert_str_eq(c->apps[1].git.url, "/srv/git/minimal.git");
+	cr_assert_str_eq(c->apps[1].source.url, "/srv/git/minimal.git");
 	/* Empty strings are meaningful in ignore rules only. */
 	cr_assert_eq(c->apps[1].nignore, 1);
 	cr_assert_str_eq(c->apps[1].ignore[0].group, "");
@@ -266,7 +266,7 @@ Test(config, example_loads)
 	cr_assert_str_eq(c->apps[1].name, "monitoring");
 	cr_assert_eq(c->apps[1].render.kind, RENDER_HELM);
 	cr_assert_eq(c->apps[1].substitute, RENDER_SUBST_OFF);
-	cr_assert_str_eq(c->apps[1].git.auth.ssh_key_file,
+	cr_assert_str_eq(c->apps[1].source.auth.ssh_key_file,
 			 "examples/secrets/deploy-key");
 	config_free(c);
 }
@@ -578,7 +578,7 @@ Test(config, every_render_flag_has_a_key)
 	cr_assert_gt(nopts, 20);
 	cr_assert_eq(app_spec_set(&s, &s.name, "web"), 0);
 	cr_assert_eq(app_spec_set(&s, &s.namespace, "team"), 0);
-	cr_assert_eq(app_spec_set(&s, &s.git.subpath, "apps/web"), 0);
+	cr_assert_eq(app_spec_set(&s, &s.source.subpath, "apps/web"), 0);
 	cr_assert_eq(app_render_cache_file(&from_file, &c->apps[0], "/c", "T"),
 		     0);
 	cr_assert_eq(app_render_cache_file(&from_flags, &s, "/c", "T"), 0);

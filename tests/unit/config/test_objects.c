@@ -65,8 +65,8 @@ Test(objects, spec_like_the_file)
 	cr_assert_str_eq(spec.object_ns, "team-a");
 	cr_assert_str_eq(spec.namespace, "team-a", "defaults to its own");
 	cr_assert_eq(spec.object_generation, 3);
-	cr_assert_str_eq(spec.git.url, "https://git.example.com/r.git");
-	cr_assert_str_eq(spec.git.subpath, "web");
+	cr_assert_str_eq(spec.source.url, "https://git.example.com/r.git");
+	cr_assert_str_eq(spec.source.subpath, "web");
 	cr_assert_eq(spec.interval_ms, 30000);
 	cr_assert_str_eq(spec.secret_ref, "git-creds");
 	cr_assert_str_eq(spec.service_account, "deployer");
@@ -136,8 +136,8 @@ Test(objects, local_repositories_refused)
 
 	cr_assert(strstr(msg, "App team-a/web: spec.source.repo: "
 			      "\"/var/lib/repo\": an App reads https://, "
-			      "http://, ssh:// or user@host:path repositories "
-			      "only"),
+			      "http://, ssh://, oci:// or user@host:path "
+			      "repositories only"),
 		  "%s", msg);
 	free(msg);
 	msg = refused("{\"source\": {\"repo\": \"file:///srv/x.git\"}}");

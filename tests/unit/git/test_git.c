@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "source/source.h"
+#include "source/internal.h"
 #include "util/proc.h"
 #include "util/sha256.h"
 
@@ -121,7 +121,7 @@ TestSuite(git, .init = setup, .fini = teardown, .timeout = 60);
 static struct source_git *open_src(const char *url, const char *rev,
 				   const char *subpath)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_options o = SOURCE_OPTIONS_INIT;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 
@@ -134,7 +134,7 @@ static struct source_git *open_src(const char *url, const char *rev,
 	return s;
 }
 
-static void poll_ok(struct source_git *s, struct source_git_poll_result *r)
+static void poll_ok(struct source_git *s, struct source_poll_result *r)
 {
 	struct err e = ERR_INIT;
 
@@ -170,7 +170,7 @@ static char *checkout_ok(struct source_git *s)
 
 Test(git, default_head_by_path_and_file_url)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	char *head = GITOUT("rev-parse", "HEAD");
 	char *tree = GITOUT("rev-parse", "HEAD:app");
 	char url[400], *dir, *text;
@@ -178,7 +178,7 @@ Test(git, default_head_by_path_and_file_url)
 
 	s = open_src(srv, NULL, "app");
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, head);
+	cr_assert_str_eq(r.revision, head);
 	cr_assert_str_eq(r.tree, tree);
 	cr_assert(r.changed && r.fetched && r.contacted);
 	cr_assert_eq(r.requests, 2); /* ls + fetch */
@@ -192,7 +192,7 @@ Test(git, default_head_by_path_and_file_url)
 	snprintf(url, sizeof(url), "file://%s", srv);
 	s = open_src(url, NULL, NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, head);
+	cr_assert_str_eq(r.revision, head);
 	free(tree);
 	tree = GITOUT("rev-parse", "HEAD^{tree}");
 	cr_assert_str_eq(r.tree, tree);
@@ -203,7 +203,7 @@ Test(git, default_head_by_path_and_file_url)
 
 Test(git, branch_tags_and_commits)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s;
 	char *c1 = GITOUT("rev-parse", "HEAD"), *c2, *abbrev;
 
@@ -215,34 +215,34 @@ Test(git, branch_tags_and_commits)
 
 	s = open_src(srv, "feature", NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	source_git_free(s);
 
 	s = open_src(srv, "refs/heads/feature", NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	source_git_free(s);
 
 	s = open_src(srv, "light", NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c1);
+	cr_assert_str_eq(r.revision, c1);
 	source_git_free(s);
 
 	s = open_src(srv, "v1", NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c1, "annotated tag peels to its commit");
+	cr_assert_str_eq(r.revision, c1, "annotated tag peels to its commit");
 	source_git_free(s);
 
 	/* A full commit id that is on a branch only. */
 	s = open_src(srv, c2, NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	source_git_free(s);
 
 	abbrev = strndup(c2, 8);
 	s = open_src(srv, abbrev, NULL);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	source_git_free(s);
 	free(abbrev);
 	free(c1);
@@ -251,7 +251,7 @@ Test(git, branch_tags_and_commits)
 
 Test(git, no_fetch_when_nothing_moved)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, "main", NULL);
 	char *c2;
 
@@ -268,14 +268,14 @@ Test(git, no_fetch_when_nothing_moved)
 	poll_ok(s, &r);
 	cr_assert(r.fetched);
 	cr_assert_eq(r.requests, 5);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	free(c2);
 	source_git_free(s);
 }
 
 Test(git, pinned_commit_needs_no_network)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	char *c1 = GITOUT("rev-parse", "HEAD");
 	struct source_git *s = open_src(srv, c1, NULL);
 
@@ -285,18 +285,18 @@ Test(git, pinned_commit_needs_no_network)
 	cr_assert_not(r.contacted);
 	cr_assert_not(r.fetched);
 	cr_assert_eq(r.requests, 2, "no request after the first poll");
-	cr_assert_str_eq(r.commit, c1);
+	cr_assert_str_eq(r.revision, c1);
 	/* Even with the server gone. */
 	free(run_in("/", (const char *const[]){"rm", "-rf", srv, NULL}));
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c1);
+	cr_assert_str_eq(r.revision, c1);
 	source_git_free(s);
 	free(c1);
 }
 
 Test(git, commit_outside_path_is_not_a_change)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, "main", "app");
 	struct err e = ERR_INIT;
 	char tree[64], *c2, *c3;
@@ -312,14 +312,14 @@ Test(git, commit_outside_path_is_not_a_change)
 
 	c2 = commit_file("other/readme.txt", "elsewhere\n");
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	cr_assert(r.fetched);
 	cr_assert_str_eq(r.tree, tree);
 	cr_assert_not(r.changed, "commit outside the path");
 
 	c3 = commit_file("app/new.yaml", "n: 1\n");
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c3);
+	cr_assert_str_eq(r.revision, c3);
 	cr_assert(r.changed);
 	cr_assert_str_neq(r.tree, tree);
 	cr_assert_str_eq(r.rendered_tree, tree);
@@ -331,7 +331,7 @@ Test(git, commit_outside_path_is_not_a_change)
 
 Test(git, restart_reads_last_render_record)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, NULL, "app");
 	struct err e = ERR_INIT;
 	char tree[64];
@@ -359,7 +359,7 @@ Test(git, restart_reads_last_render_record)
 
 Test(git, force_push_and_moved_tag)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *sb = open_src(srv, "main", NULL);
 	struct source_git *st;
 	char *c1 = GITOUT("rev-parse", "HEAD"), *c2, *c3;
@@ -368,20 +368,20 @@ Test(git, force_push_and_moved_tag)
 	st = open_src(srv, "v1", NULL);
 	c2 = commit_file("app/a.yaml", "a: 1\n");
 	poll_ok(sb, &r);
-	cr_assert_str_eq(r.commit, c2);
+	cr_assert_str_eq(r.revision, c2);
 	poll_ok(st, &r);
-	cr_assert_str_eq(r.commit, c1);
+	cr_assert_str_eq(r.revision, c1);
 
 	/* Rewrite history: c2 is gone from the branch. */
 	GIT("reset", "-q", "--hard", c1);
 	c3 = commit_file("app/a.yaml", "a: 2\n");
 	poll_ok(sb, &r);
-	cr_assert_str_eq(r.commit, c3);
+	cr_assert_str_eq(r.revision, c3);
 	cr_assert(r.fetched);
 
 	GIT("tag", "-f", "v1", c2);
 	poll_ok(st, &r);
-	cr_assert_str_eq(r.commit, c2, "moved tag followed");
+	cr_assert_str_eq(r.revision, c2, "moved tag followed");
 	free(c1);
 	free(c2);
 	free(c3);
@@ -391,7 +391,7 @@ Test(git, force_push_and_moved_tag)
 
 Test(git, deleted_branch_keeps_last_checkout)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s;
 	struct err e = ERR_INIT;
 	char *c2, *dir, *dir2, *text;
@@ -422,7 +422,7 @@ Test(git, deleted_branch_keeps_last_checkout)
 
 Test(git, unreachable_server_is_a_clear_error)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s;
 	struct err e = ERR_INIT;
 	char url[400], *dir, *dir2;
@@ -445,7 +445,7 @@ Test(git, unreachable_server_is_a_clear_error)
 
 Test(git, ssh_connection_refused)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s;
 	struct err e = ERR_INIT;
 
@@ -460,7 +460,7 @@ Test(git, ssh_connection_refused)
 
 Test(git, checkout_is_read_only_and_reused)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, NULL, NULL);
 	struct stat st;
 	char *dir, *dir2, path[600];
@@ -490,7 +490,7 @@ Test(git, checkout_is_read_only_and_reused)
 
 Test(git, old_checkouts_are_cleaned_up)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, NULL, "app");
 	char *d1, *d2, *d3, *c;
 
@@ -515,8 +515,8 @@ Test(git, old_checkouts_are_cleaned_up)
 
 Test(git, blob_size_limit)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
-	struct source_git_poll_result r;
+	struct source_options o = SOURCE_OPTIONS_INIT;
+	struct source_poll_result r;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	char *dir = NULL, big[200];
@@ -538,8 +538,8 @@ Test(git, blob_size_limit)
 
 Test(git, repository_size_limit)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
-	struct source_git_poll_result r;
+	struct source_options o = SOURCE_OPTIONS_INIT;
+	struct source_poll_result r;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 
@@ -556,7 +556,7 @@ Test(git, repository_size_limit)
 
 Test(git, submodules_not_followed_and_outside_links_refused)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, NULL, NULL);
 	struct err e = ERR_INIT;
 	char *head = GITOUT("rev-parse", "HEAD"), cacheinfo[100], *dir;
@@ -597,7 +597,7 @@ Test(git, submodules_not_followed_and_outside_links_refused)
 
 Test(git, credentials_never_in_cache_names)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_options o = SOURCE_OPTIONS_INIT;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	uint8_t d[SHA256_DIGEST_SIZE];
@@ -632,7 +632,7 @@ Test(git, credentials_never_in_cache_names)
 
 Test(git, default_cache_dir)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
+	struct source_options o = SOURCE_OPTIONS_INIT;
 	struct source_git *s = NULL;
 	char want[400];
 
@@ -653,8 +653,8 @@ Test(git, default_cache_dir)
 
 Test(git, cache_shared_by_two_sources_and_locked)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
-	struct source_git_poll_result r1, r2;
+	struct source_options o = SOURCE_OPTIONS_INIT;
+	struct source_poll_result r1, r2;
 	struct source_git *a = open_src(srv, "main", "app");
 	struct source_git *b = NULL;
 	struct err e = ERR_INIT;
@@ -672,7 +672,7 @@ Test(git, cache_shared_by_two_sources_and_locked)
 	cr_assert(r1.fetched);
 	poll_ok(b, &r2);
 	cr_assert_not(r2.fetched, "objects fetched by the other source");
-	cr_assert_str_eq(r1.commit, r2.commit);
+	cr_assert_str_eq(r1.revision, r2.revision);
 	da = checkout_ok(a);
 	db = checkout_ok(b);
 	cr_assert_str_neq(da, db);
@@ -722,8 +722,8 @@ static void ssh_keygen(const char *path)
 
 Test(git, ssh_signature_policy)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
-	struct source_git_poll_result r;
+	struct source_options o = SOURCE_OPTIONS_INIT;
+	struct source_poll_result r;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	char key[400], other[400], signers[400], *pub, line[1200], *c;
@@ -750,7 +750,7 @@ Test(git, ssh_signature_policy)
 
 	c = sign_src_ssh(key, true);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c);
+	cr_assert_str_eq(r.revision, c);
 	free(c);
 
 	c = sign_src_ssh(key, false);
@@ -772,7 +772,7 @@ Test(git, ssh_signature_policy)
 	 * never replaced the last good one in between. */
 	c = sign_src_ssh(key, true);
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c);
+	cr_assert_str_eq(r.revision, c);
 	free(c);
 	err_release(&e);
 	source_git_free(s);
@@ -800,8 +800,8 @@ static bool gpg_key(const char *uid)
 
 Test(git, gpg_signature_policy)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
-	struct source_git_poll_result r;
+	struct source_options o = SOURCE_OPTIONS_INIT;
+	struct source_poll_result r;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	char keyring[400], *c;
@@ -831,7 +831,7 @@ Test(git, gpg_signature_policy)
 	    "-m", "good");
 	c = GITOUT("rev-parse", "HEAD");
 	poll_ok(s, &r);
-	cr_assert_str_eq(r.commit, c);
+	cr_assert_str_eq(r.revision, c);
 	free(c);
 
 	write_file(srv, "app/g.yaml", "unsigned\n");
@@ -863,8 +863,8 @@ Test(git, gpg_signature_policy)
  */
 Test(git, silent_server_times_out)
 {
-	struct source_git_options o = SOURCE_GIT_OPTIONS_INIT;
-	struct source_git_poll_result r;
+	struct source_options o = SOURCE_OPTIONS_INIT;
+	struct source_poll_result r;
 	struct source_git *s = NULL;
 	struct err e = ERR_INIT;
 	struct sockaddr_in sa = {0};
@@ -896,7 +896,7 @@ Test(git, silent_server_times_out)
 /* Each link looks inside on its own; together they climb out. */
 Test(git, chained_links_cannot_escape)
 {
-	struct source_git_poll_result r;
+	struct source_poll_result r;
 	struct source_git *s = open_src(srv, "HEAD", NULL);
 	struct err e = ERR_INIT;
 	char *dir = NULL;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -763,4 +764,34 @@ Test(proc, concurrent_runs_from_threads)
 	for (int i = 0; i < THREADS; i++)
 		cr_assert_eq(workers[i].failures, 0, "thread %d: %s", i,
 			     workers[i].why);
+}
+
+Test(proc, an_inherited_memfd_reads_under_its_path_and_no_other_fd_does)
+{
+	struct proc_options o = PROC_OPTIONS_INIT;
+	struct proc_result res = PROC_RESULT_INIT;
+	char path[32], script[160];
+	const char *argv[] = {"sh", "-c", script, NULL};
+	int fd = memfd_create("secret", MFD_CLOEXEC);
+	int other = memfd_create("other", MFD_CLOEXEC);
+
+	cr_assert(fd > 2 && other > 2);
+	cr_assert_eq(write(fd, "key\n", 4), 4);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	snprintf(script, sizeof(script),
+		 "cat %s; test -e /proc/self/fd/%d && echo leaked; exit 0",
+		 path, other);
+	o.inherit_fd = fd;
+	cr_assert_eq(proc_run(&res, argv, &o, NULL), 0);
+	cr_assert_str_eq(buf_cstr(&res.out), "key\n");
+	proc_result_release(&res);
+
+	/* Not asked: the child does not see it. */
+	o.inherit_fd = 0;
+	snprintf(script, sizeof(script), "cat %s 2>/dev/null; exit 0", path);
+	cr_assert_eq(proc_run(&res, argv, &o, NULL), 0);
+	cr_assert_str_eq(buf_cstr(&res.out), "");
+	proc_result_release(&res);
+	close(fd);
+	close(other);
 }
