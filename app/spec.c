@@ -487,6 +487,7 @@ int app_render_cache_file(struct buf *out, const struct app_spec *s,
 	key_list(&h, "helm.set", r->helm.set);
 	key_num(&h, "helm.include_crds", r->helm.include_crds);
 	key_str(&h, "helm.kube_version", r->helm.kube_version);
+	key_str(&h, "helm.values_inline", r->helm.values_inline);
 	key_str(&h, "jsonnet.file", r->jsonnet.file);
 	key_list(&h, "jsonnet.ext_str", r->jsonnet.ext_str);
 	key_list(&h, "jsonnet.ext_code", r->jsonnet.ext_code);

@@ -861,7 +861,8 @@ static const char *const kustomize_keys[] = {
 	NULL,
 };
 static const char *const helm_keys[] = {
-	"release", "values", "set", "includeCrds", "kubeVersion", "bin", NULL,
+	"release", "values", "valuesObject", "set", "includeCrds", "kubeVersion",
+	"bin",	   NULL,
 };
 static const char *const jsonnet_keys[] = {
 	"file", "extVars", "extCode", "tlas", "tlaCode", "jpath", NULL,
@@ -983,6 +984,24 @@ static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 		err_release(&why);
 	}
 	spec_list(w, a, b, "values", APP_LIST_HELM_VALUES);
+	if (json_object_get(b, "valuesObject")) {
+		const json_t *v = json_object_get(b, "valuesObject");
+		struct mark mv = push_key(w, "valuesObject");
+		char *text;
+
+		/* JSON is YAML: helm reads it as a values file. */
+		if (!json_is_object(v)) {
+			wrong_type(w, "a mapping", v);
+		} else if (!(text = json_dumps(v, JSON_COMPACT |
+						      JSON_PRESERVE_ORDER))) {
+			w->nomem = true;
+		} else {
+			if (app_spec_set(a, &r->helm.values_inline, text) < 0)
+				w->nomem = true;
+			free(text);
+		}
+		pop(w, mv);
+	}
 	spec_map(w, a, b, "set", APP_LIST_HELM_SET);
 	get_bool(w, b, "includeCrds", &r->helm.include_crds);
 	spec_str(w, a, b, "kubeVersion", &r->helm.kube_version);
@@ -1079,13 +1098,70 @@ static void walk_ignore(struct walk *w, const json_t *obj, struct app_spec *a)
 	strvec_release(&managers);
 }
 
+static const char *const decryption_keys[] = {
+	"provider", "ageKeyFile", "secretRef", "sopsBin", NULL,
+};
+static const char *const decryption_local_keys[] = {
+	"ageKeyFile", "sopsBin", NULL,
+};
+static const char *const decryption_object_keys[] = {"secretRef", NULL};
+static const char *const decryption_ref_keys[] = {"name", NULL};
+static const char *const decryption_providers[] = {"sops", NULL};
+
+/*
+ * decryption: {provider: sops, ageKeyFile | secretRef: {name}, sopsBin}
+ * (docs/sops.md). The age identities are a file of syncd's own in
+ * syncd.yaml, a Secret of the App's namespace in an App object: an App
+ * never names syncd's files or programs.
+ */
+static void walk_decryption(struct walk *w, const json_t *obj,
+			    struct app_spec *a)
+{
+	struct app_decryption *d = &a->decryption;
+	int provider = -1;
+	json_t *ref;
+	struct mark m;
+
+	if (!check_map(w, obj, decryption_keys))
+		return;
+	if (w->object)
+		refuse_keys(w, obj, decryption_local_keys, NOT_IN_OBJECT);
+	else
+		refuse_keys(w, obj, decryption_object_keys, ONLY_IN_OBJECT);
+	required(w, obj, "provider");
+	get_enum(w, obj, "provider", decryption_providers, &provider);
+	d->sops = provider == 0;
+	if (!w->object) {
+		required(w, obj, "ageKeyFile");
+		spec_file(w, a, obj, "ageKeyFile", &d->age_key_file);
+		spec_str(w, a, obj, "sopsBin", &d->sops_bin);
+		return;
+	}
+	required(w, obj, "secretRef");
+	if (!(ref = json_object_get(obj, "secretRef")))
+		return;
+	m = push_key(w, "secretRef");
+	if (check_map(w, ref, decryption_ref_keys)) {
+		required(w, ref, "name");
+		spec_str(w, a, ref, "name", &d->secret_ref);
+		if (d->secret_ref && !dns_subdomain(d->secret_ref)) {
+			struct mark mn = push_key(w, "name");
+
+			problem(w, "\"%s\" is not a valid Secret name",
+				d->secret_ref);
+			pop(w, mn);
+		}
+	}
+	pop(w, m);
+}
+
 static const char *const app_keys[] = {
 	"name",		 "source",	    "render",	   "namespace",
 	"prune",	 "pruneAllowKinds", "pruneBudget", "selfHeal",
 	"foreignFields", "ignore",	    "verify",	   "dependsOn",
 	"serviceAccountName", "createNamespace", "namespaceMetadata",
 	"allowEmpty", "onImmutable", "replaceAllowKinds", "deletionPolicy",
-	"cluster", NULL,
+	"cluster", "decryption", NULL,
 };
 
 static const char *const immutable_names[] = {"report", "replace", NULL};
@@ -1182,6 +1258,11 @@ static void walk_app(struct walk *w, const json_t *obj, struct app_spec *a)
 	m = push_key(w, "render");
 	walk_render(w, json_object_get(obj, "render"), a);
 	pop(w, m);
+	if ((v = json_object_get(obj, "decryption"))) {
+		m = push_key(w, "decryption");
+		walk_decryption(w, v, a);
+		pop(w, m);
+	}
 	spec_str(w, a, obj, "namespace", &a->namespace);
 	check_label(w, "namespace", a->namespace);
 	get_bool(w, obj, "prune", &a->prune);
