@@ -105,8 +105,14 @@ static int decrypt_one(const struct diff_object *obj, const char *bin,
 		       char *const *env, const struct proc_options *base,
 		       json_t **out, struct err *err)
 {
-	const char *argv[] = {bin,    "decrypt",     "--input-type", "json",
-			      "--output-type", "json", "/dev/stdin", NULL};
+	const char *argv[] = {bin,
+			      "decrypt",
+			      "--input-type",
+			      "json",
+			      "--output-type",
+			      "json",
+			      "/dev/stdin",
+			      NULL};
 	struct proc_options o = *base;
 	struct proc_result res = PROC_RESULT_INIT;
 	struct buf name = BUF_INIT, why = BUF_INIT;
@@ -128,10 +134,11 @@ static int decrypt_one(const struct diff_object *obj, const char *bin,
 	o.stdin_len = strlen(in);
 	error = proc_run(&res, argv, &o, &perr);
 	if (error == ERR_NOTFOUND) {
-		error = err_set(err, ERR_NOTFOUND,
-				"%s: sops: `%s` not found%s (decryption.sopsBin)",
-				buf_cstr(&name), bin,
-				strchr(bin, '/') ? "" : " in PATH");
+		error = err_set(
+			err, ERR_NOTFOUND,
+			"%s: sops: `%s` not found%s (decryption.sopsBin)",
+			buf_cstr(&name), bin,
+			strchr(bin, '/') ? "" : " in PATH");
 		goto out;
 	}
 	if (error < 0) {
@@ -142,8 +149,9 @@ static int decrypt_one(const struct diff_object *obj, const char *bin,
 	}
 	if (!res.exited || res.exit_code != 0) {
 		reason(&res.errout, &res, &why);
-		error = err_set(err, ERR_INVALID, "%s: sops: cannot decrypt: %s",
-				buf_cstr(&name), buf_cstr(&why));
+		error = err_set(err, ERR_INVALID,
+				"%s: sops: cannot decrypt: %s", buf_cstr(&name),
+				buf_cstr(&why));
 		goto out;
 	}
 	plain = json_loadb(res.out.ptr ? res.out.ptr : "", res.out.len, 0,
@@ -158,11 +166,12 @@ static int decrypt_one(const struct diff_object *obj, const char *bin,
 	/* Only values are encrypted: what it is stays what it was. */
 	if (diff_key_from_object(&key, plain, NULL) < 0 ||
 	    !diff_key_equal(&key, &obj->key)) {
-		error = err_set(err, ERR_INVALID,
-				"%s: sops: the decrypted object has another "
-				"identity (apiVersion, kind, name and namespace "
-				"must not be encrypted)",
-				buf_cstr(&name));
+		error = err_set(
+			err, ERR_INVALID,
+			"%s: sops: the decrypted object has another "
+			"identity (apiVersion, kind, name and namespace "
+			"must not be encrypted)",
+			buf_cstr(&name));
 		goto out;
 	}
 	*out = plain;
@@ -201,7 +210,7 @@ int app_decrypt(struct diff_objset *set, const struct app_spec *s,
 	const struct app_decryption *d = &s->decryption;
 	struct proc_options o = PROC_OPTIONS_INIT;
 	struct buf name = BUF_INIT, bin = BUF_INIT;
-	char path[64], var[DECRYPT_ENV_MAX];
+	char path[64], var[DECRYPT_ENV_MAX], cwd[DECRYPT_ENV_MAX / 2];
 	char *env[] = {var, NULL};
 	const char *key_file = d->age_key_file;
 	int fd = -1, error = 0;
@@ -236,10 +245,22 @@ int app_decrypt(struct diff_objset *set, const struct app_spec *s,
 				"secretRef in an App)");
 		goto out;
 	}
-	if ((size_t)snprintf(var, sizeof(var), "SOPS_AGE_KEY_FILE=%s",
+	/* sops runs in /: a relative file is syncd's working directory's. */
+	if (key_file[0] != '/') {
+		if (!getcwd(cwd, sizeof(cwd))) {
+			error = err_set(err, ERR_IO,
+					"decryption: working directory: %s",
+					err_errno_str(errno));
+			goto out;
+		}
+	}
+	if ((size_t)snprintf(var, sizeof(var), "SOPS_AGE_KEY_FILE=%s%s%s",
+			     key_file[0] == '/' ? "" : cwd,
+			     key_file[0] == '/' ? "" : "/",
 			     key_file) >= sizeof(var)) {
-		error = err_set(err, ERR_LIMIT, "decryption: ageKeyFile: the "
-						"path is too long");
+		error = err_set(err, ERR_LIMIT,
+				"decryption: ageKeyFile: the "
+				"path is too long");
 		goto out;
 	}
 	if (d->sops_bin) {

@@ -17,7 +17,9 @@
 #include "kube/kube.h"
 #include "util/log.h"
 #include "util/sha256.h"
+#include "util/base64.h"
 #include "util/clock.h"
+#include "util/file.h"
 
 #include "util/banned.h" /* last */
 
@@ -285,6 +287,7 @@ static int copy_objects(struct diff_objset *out, const struct diff_objset *in,
 		json_decref(j);
 		if (error < 0)
 			return error;
+		obj->sensitive = in->items[i]->sensitive;
 		if ((error = diff_objset_add(out, obj, err)) < 0) {
 			diff_object_free(obj);
 			return error;
@@ -310,11 +313,93 @@ static bool render_path(const struct ctl_app *a, const char *tree,
 	return app_render_cache_file(out, a->spec, base, tree) == 0;
 }
 
-/* Keep `fresh` on disk (then released) or, failing that, in memory. */
-static void keep_render(struct ctl_app *a, const char *tree,
-			struct diff_objset *fresh)
+/*
+ * The age identities of an App's decryption.secretRef, into *out (the
+ * caller wipes it): every data key ending in .agekey (Flux's
+ * convention), decoded, one after the other.
+ */
+static int age_identities(struct ctl_app *a, struct buf *out,
+			  struct err *err)
 {
+	const struct app_spec *s = a->spec;
+	const char *ns = s->object_ns, *name = s->decryption.secret_ref;
+	struct buf one = BUF_INIT;
+	json_t *secret = NULL, *v;
+	const char *k;
+	size_t n = 0;
+	int error;
+
+	if ((error = ctl_secret_get(a->ctl, ns, name, "decryption.secretRef",
+				    &secret, err)) < 0)
+		return error;
+	json_object_foreach (json_object_get(secret, "data"), k, v) {
+		size_t len = strlen(k);
+
+		if (len < 7 || strcmp(k + len - 7, ".agekey"))
+			continue;
+		buf_reset(&one);
+		if (!json_is_string(v) ||
+		    base64_decode(&one, json_string_value(v),
+				  json_string_length(v), 0) < 0) {
+			error = err_set(err, ERR_INVALID,
+					"decryption.secretRef: Secret %s/%s: "
+					"%s is not base64",
+					ns, name, k);
+			break;
+		}
+		if (buf_add(out, one.ptr ? one.ptr : "", one.len) < 0 ||
+		    buf_addch(out, '\n') < 0) {
+			error = err_set(err, ERR_NOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	if (!error && !n)
+		error = err_set(err, ERR_NOTFOUND,
+				"decryption.secretRef: Secret %s/%s has no "
+				"data key ending in .agekey",
+				ns, name);
+	file_secret_release(&one);
+	json_decref(secret);
+	return error;
+}
+
+/* Decrypt the SOPS objects of `set` in place (app_decrypt()). */
+static int decrypt_render(struct ctl_app *a, struct diff_objset *set,
+			  struct err *err)
+{
+	const struct app_spec *s = a->spec;
+	struct buf ids = BUF_INIT;
+	int error;
+
+	if (!s->decryption.sops || !s->decryption.secret_ref ||
+	    !s->object_ns)
+		return app_decrypt(set, s, NULL, err);
+	if ((error = age_identities(a, &ids, err)) == 0)
+		error = app_decrypt(set, s, &ids, err);
+	file_secret_release(&ids);
+	return error;
+}
+
+/*
+ * Keep `fresh` on disk (then released) or, failing that, in memory. A
+ * render with objects encrypted with SOPS is decrypted first, once (a
+ * failure keeps the last render): the disk keeps its ciphertext, for a
+ * restart, and memory the plaintext the passes use (a->decrypted).
+ */
+static int keep_render(struct ctl_app *a, const char *tree,
+		       struct diff_objset *fresh, struct err *err)
+{
+	struct diff_objset plain = DIFF_OBJSET_INIT;
 	struct buf file = BUF_INIT;
+	bool secret = app_decrypt_needed(fresh);
+	int error;
+
+	if (secret && ((error = copy_objects(&plain, fresh, err)) < 0 ||
+		       (error = decrypt_render(a, &plain, err)) < 0)) {
+		diff_objset_release(&plain);
+		return error;
+	}
 
 	if (a->render_file) {
 		unlink(a->render_file);
@@ -331,6 +416,12 @@ static void keep_render(struct ctl_app *a, const char *tree,
 	}
 	*fresh = (struct diff_objset)DIFF_OBJSET_INIT;
 	buf_release(&file);
+	if (secret) {
+		diff_objset_release(&a->objects);
+		a->objects = plain;
+	}
+	a->decrypted = secret;
+	return 0;
 }
 
 /*
@@ -409,7 +500,8 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	log_info("rendered", "app", a->spec->name, "revision", r.revision,
 		 "tree", r.tree, NULL);
 rendered:
-	keep_render(a, r.tree, &fresh);
+	if ((error = keep_render(a, r.tree, &fresh, err)) < 0)
+		goto failed;
 	memcpy(a->commit, r.revision, sizeof(a->commit));
 	memcpy(a->tree, r.tree, sizeof(a->tree));
 	memcpy(a->rendered, r.tree, sizeof(a->rendered));
@@ -812,7 +904,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	dopts.policy = ca->foreign_fields;
 	dopts.ignore = ca->ignore;
 	dopts.nignore = ca->nignore;
-	if (a->render_file &&
+	if (a->render_file && !a->decrypted &&
 	    !app_render_cache_read(a->render_file, &desired)) {
 		/* The file went away: render again in the next pass. */
 		error = err_set(&err, ERR_IO,
@@ -825,7 +917,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		a->force_poll = true;
 		goto fail;
 	}
-	if ((!a->render_file &&
+	if (((!a->render_file || a->decrypted) &&
 	     (error = copy_objects(&desired, &a->objects, &err)) < 0) ||
 	    (error = app_init(&app, app_client(c, a), app_disc(c, a),
 			      ca->name, app_namespace(c, ca),

@@ -93,6 +93,12 @@ struct ctl_app {
 	struct diff_objset objects; /* the last render, never modified,
 				       when it could not be kept on disk */
 	char *render_file;	    /* the last render on disk, or NULL */
+	/*
+	 * The render had objects encrypted with SOPS: `objects` holds it
+	 * decrypted (plaintext in memory only) and is what passes use;
+	 * render_file, if any, holds the ciphertext for a restart.
+	 */
+	bool decrypted;
 	bool failed;		  /* the last pass failed */
 	struct controller *ctl;
 	char *id;		/* the ApplySet id: the part-of label value */

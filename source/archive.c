@@ -44,7 +44,7 @@
  * writers pad the last record with (tar's default record is 10 KiB).
  */
 #define STREAM_PER_ENTRY ((MAX_META_IN_A_ROW + 1) * 2 * BLOCK)
-#define STREAM_SLACK (1u << 20)
+#define STREAM_SLACK	 (1u << 20)
 /* Directory levels src_remove_tree() descends. */
 #define MAX_REMOVE_DEPTH 512
 
@@ -54,10 +54,10 @@ struct gz {
 	int fd;
 	z_stream z;
 	bool z_ready;
-	bool in_eof;     /* read(2) said end of file */
-	bool ended;      /* a gzip member ended and no input follows */
-	uint64_t total;  /* bytes inflated */
-	uint64_t max;    /* bound on total */
+	bool in_eof;	/* read(2) said end of file */
+	bool ended;	/* a gzip member ended and no input follows */
+	uint64_t total; /* bytes inflated */
+	uint64_t max;	/* bound on total */
 	const char *what;
 	unsigned char in[CHUNK];
 };
@@ -145,8 +145,8 @@ static long gz_read(struct gz *g, void *out, size_t len, struct err *err)
 }
 
 /* Read exactly `len` bytes; the end of the stream is ERR_PARSE. */
-static int gz_read_full(struct gz *g, void *out, size_t len,
-			const char *name, struct err *err)
+static int gz_read_full(struct gz *g, void *out, size_t len, const char *name,
+			struct err *err)
 {
 	long n = gz_read(g, out, len, err);
 
@@ -182,8 +182,13 @@ static int gz_skip(struct gz *g, uint64_t len, const char *name,
 
 /* Offsets of the ustar header fields. */
 enum {
-	H_NAME = 0, H_MODE = 100, H_SIZE = 124, H_CHKSUM = 148,
-	H_TYPE = 156, H_MAGIC = 257, H_PREFIX = 345,
+	H_NAME = 0,
+	H_MODE = 100,
+	H_SIZE = 124,
+	H_CHKSUM = 148,
+	H_TYPE = 156,
+	H_MAGIC = 257,
+	H_PREFIX = 345,
 };
 
 static bool all_zero(const unsigned char *p, size_t n)
@@ -241,12 +246,14 @@ static bool checksum_ok(const unsigned char *h)
 	if (!parse_number(h + H_CHKSUM, 8, &want))
 		return false;
 	for (size_t i = 0; i < BLOCK; i++) {
-		unsigned char c = i >= H_CHKSUM && i < H_CHKSUM + 8 ? ' ' : h[i];
+		unsigned char c =
+			i >= H_CHKSUM && i < H_CHKSUM + 8 ? ' ' : h[i];
 
 		sum_u += c;
 		sum_s += (signed char)c;
 	}
-	return (uint64_t)sum_u == want || (sum_s >= 0 && (uint64_t)sum_s == want);
+	return (uint64_t)sum_u == want ||
+	       (sum_s >= 0 && (uint64_t)sum_s == want);
 }
 
 /* What the extended headers before an entry said about it. */
@@ -319,8 +326,7 @@ static int parse_pax(struct meta *m, const char *p, size_t len,
 	}
 	return 0;
 bad:
-	return err_set(err, ERR_PARSE, "%s: corrupt pax extended header",
-		       what);
+	return err_set(err, ERR_PARSE, "%s: corrupt pax extended header", what);
 }
 
 /* ---- names -------------------------------------------------------- */
@@ -331,9 +337,9 @@ bad:
  * slash. Absolute names and ".." components escape the root; an empty
  * clean form names the root itself (`*is_root`).
  */
-static int clean_name(char *out, bool *is_root, const char *name,
-		      size_t len, const char *what,
-		      const struct src_archive_limits *lim, struct err *err)
+static int clean_name(char *out, bool *is_root, const char *name, size_t len,
+		      const char *what, const struct src_archive_limits *lim,
+		      struct err *err)
 {
 	size_t o = 0, i = 0;
 	unsigned depth = 0;
@@ -414,8 +420,8 @@ static int open_or_make_dir(int dirfd, const char *name, bool *made)
 	return fd;
 }
 
-static int tree_error(const char *what, const char *name, const char *op,
-		      int e, struct err *err)
+static int tree_error(const char *what, const char *name, const char *op, int e,
+		      struct err *err)
 {
 	if (e == ENOTDIR || e == ELOOP)
 		return err_set(err, ERR_INVALID,
@@ -432,8 +438,8 @@ static int tree_error(const char *what, const char *name, const char *op,
  * *last the final component inside `path`.
  */
 static int walk_to_parent(int rootfd, char *path, int *parent,
-			  const char **last, const char *what,
-			  const char *name, struct err *err)
+			  const char **last, const char *what, const char *name,
+			  struct err *err)
 {
 	int fd = rootfd;
 	char *p = path, *slash;
@@ -489,9 +495,9 @@ static int make_dir_entry(int rootfd, char *path, const char *what,
 }
 
 /* Create the regular file and copy `size` bytes of the stream into it. */
-static int make_file_entry(int rootfd, char *path, uint64_t size,
-			   bool exec, struct gz *g, unsigned char *chunk,
-			   const char *name, struct err *err)
+static int make_file_entry(int rootfd, char *path, uint64_t size, bool exec,
+			   struct gz *g, unsigned char *chunk, const char *name,
+			   struct err *err)
 {
 	const char *last, *what = g->what;
 	int parent, fd, error;
@@ -568,10 +574,10 @@ static int charge(struct untar *u, uint64_t n, const char *name,
 		return 0;
 	}
 	if (!name)
-		return err_set(err, ERR_LIMIT,
-			       "%s: the archive unpacks to more than %llu bytes",
-			       u->g->what,
-			       (unsigned long long)u->lim.max_bytes);
+		return err_set(
+			err, ERR_LIMIT,
+			"%s: the archive unpacks to more than %llu bytes",
+			u->g->what, (unsigned long long)u->lim.max_bytes);
 	return err_set(err, ERR_LIMIT,
 		       "%s: entry \"%s\": the archive unpacks to more than "
 		       "%llu bytes",
@@ -579,8 +585,7 @@ static int charge(struct untar *u, uint64_t n, const char *name,
 }
 
 /* An extended header ('x', 'g', 'L'): its data read into u->meta. */
-static int read_meta(struct untar *u, char type, uint64_t size,
-		     struct err *err)
+static int read_meta(struct untar *u, char type, uint64_t size, struct err *err)
 {
 	const char *what = u->g->what;
 	char *data = NULL;
@@ -865,7 +870,8 @@ int src_untar_gz(const char *tgz, const char *dir, const char *what,
 		goto out;
 	}
 	if ((ret = inflateInit2(&g->z, 16 + MAX_WBITS)) != Z_OK) {
-		error = err_set(err, ret == Z_MEM_ERROR ? ERR_NOMEM : ERR_GENERIC,
+		error = err_set(err,
+				ret == Z_MEM_ERROR ? ERR_NOMEM : ERR_GENERIC,
 				"%s: cannot start zlib", what);
 		goto out;
 	}
@@ -903,8 +909,7 @@ static int remove_error(const struct buf *path, const char *name, int e,
  * relative to the descriptor; a directory is opened with O_NOFOLLOW, so
  * a symbolic link is removed itself, never followed.
  */
-static int empty_dir(int fd, struct buf *path, unsigned depth,
-		     struct err *err)
+static int empty_dir(int fd, struct buf *path, unsigned depth, struct err *err)
 {
 	size_t plen = path->len;
 	struct dirent *de;

@@ -93,7 +93,8 @@ struct src_archive_limits {
 int src_untar_gz(const char *tgz, const char *dir, const char *what,
 		 const struct src_archive_limits *limits, struct err *err);
 
-/* Remove a directory tree (no symlink is followed). 0 or ERR_IO. */
+/* Remove a directory tree (no symlink is followed: a link in its place
+ * is removed itself). 0 (also when there is none) or ERR_IO. */
 int src_remove_tree(const char *dir, struct err *err);
 
 /* ---- semver.c ----------------------------------------------------- */
@@ -121,8 +122,9 @@ struct src_semver_range;
  * (exactly), "=1.2.3", "!=", ">", ">=", "<", "<=", "^1.2" (>=1.2.0
  * <2.0.0; ^0.2 is >=0.2.0 <0.3.0), "~1.2" (>=1.2.0 <1.3.0), "1.2.x",
  * "1.x", "*", "1.2 - 1.4" (inclusive), terms separated by spaces or
- * commas (and), "||" (or). A pre-release version matches only a range
- * term that itself names a pre-release of the same major.minor.patch.
+ * commas (and), "||" (or). A pre-release version is considered only by
+ * an and-group with a term that itself names a pre-release (">=1.2.3-0"
+ * takes 1.4.0-rc.1, ">=1.2.3" skips it), as Masterminds semver 3.4 does.
  * ERR_PARSE naming the range and the bad term.
  */
 int src_semver_range_parse(struct src_semver_range **out, const char *expr,

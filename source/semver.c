@@ -27,7 +27,7 @@ struct term {
 	bool dirty;	     /* a part is a wildcard or missing */
 	bool minor_dirty;    /* the minor (and so the patch) is */
 	bool patch_dirty;    /* only the patch is */
-	bool major_any;      /* the major is a wildcard: "*", "x.y" */
+	bool major_any;	     /* the major is a wildcard: "*", "x.y" */
 };
 
 struct group {
@@ -50,8 +50,8 @@ static bool is_digit(char c)
 
 static bool is_ident_char(char c)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       c == '-';
+	return is_digit(c) || (c >= 'a' && c <= 'z') ||
+	       (c >= 'A' && c <= 'Z') || c == '-';
 }
 
 /* Digits [s, e) as a number; false on overflow or when empty. Leading
@@ -63,7 +63,8 @@ static bool parse_uint(const char *s, const char *e, uint64_t *out)
 	if (s == e)
 		return false;
 	for (; s < e; s++) {
-		if (!is_digit(*s) || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+		if (!is_digit(*s) ||
+		    v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
 			return false;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
@@ -276,9 +277,9 @@ static const struct {
 	const char *text;
 	enum op op;
 } ops[] = {
-	{"!=", OP_NE}, {">=", OP_GE},    {"=>", OP_GE},    {"<=", OP_LE},
-	{"=<", OP_LE}, {"~>", OP_TILDE}, {">", OP_GT},     {"<", OP_LT},
-	{"=", OP_EQ},  {"~", OP_TILDE},  {"^", OP_CARET},
+	{"!=", OP_NE}, {">=", OP_GE},	 {"=>", OP_GE},	  {"<=", OP_LE},
+	{"=<", OP_LE}, {"~>", OP_TILDE}, {">", OP_GT},	  {"<", OP_LT},
+	{"=", OP_EQ},  {"~", OP_TILDE},	 {"^", OP_CARET},
 };
 
 static const char *skip_space(const char *p, const char *e)
@@ -291,8 +292,8 @@ static const char *skip_space(const char *p, const char *e)
 /* The characters a term's version may have. */
 static const char *version_end(const char *p, const char *e)
 {
-	while (p < e && (is_ident_char(*p) || *p == '.' || *p == '+' ||
-			 *p == '*'))
+	while (p < e &&
+	       (is_ident_char(*p) || *p == '.' || *p == '+' || *p == '*'))
 		p++;
 	return p;
 }
@@ -381,13 +382,12 @@ static int parse_group(struct group *g, const char *expr, const char *s,
 
 			q = hs;
 			if (has_op || !parse_term(&hi, &hi_op, &q, e) || hi_op)
-				return bad_term(expr, start,
-						term_end(hs, e), err);
+				return bad_term(expr, start, term_end(hs, e),
+						err);
 			t.op = OP_GE;
 			hi.op = OP_LE;
 			if (add_term(g, &t) < 0 || add_term(g, &hi) < 0)
-				return err_set(err, ERR_NOMEM,
-					       "out of memory");
+				return err_set(err, ERR_NOMEM, "out of memory");
 			p = q;
 		} else if (add_term(g, &t) < 0) {
 			return err_set(err, ERR_NOMEM, "out of memory");

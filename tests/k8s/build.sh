@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real-Kubernetes test tools from their pinned Go modules into
 # build/k8s/bin/: kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl and etcd (this folder's module), kwok, kustomize and helm (one
-# module each under tools/, so their dependency graphs never mix).
+# kubectl and etcd (this folder's module), kwok, kustomize, helm, sops
+# and age (one module each under tools/, so their dependency graphs never
+# mix).
 #
 #   tests/k8s/build.sh [OUT_DIR]
 #   tests/k8s/build.sh --tool MODULE_DIR OUT_DIR   one tool module only

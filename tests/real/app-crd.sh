@@ -13,7 +13,8 @@
 #     another renderer, pruneBudget out of bounds, dependsOn names that are
 #     not DNS labels or name the app itself, an upper-case
 #     serviceAccountName, an ignore rule without pointers or managers, an
-#     App name that is not a DNS label; without strict validation an
+#     App name that is not a DNS label, decryption naming a key file or a
+#     sops program, another provider than sops, or no secretRef; without strict validation an
 #     unknown key is dropped, never stored;
 #  4. the status subresource: a Ready=True condition written as the
 #     service account of examples/deploy's ClusterRole makes `kubectl wait
@@ -225,6 +226,18 @@ refused "a variable with an empty name" "  source: {repo: x}
   render: {vars: {\"\": x}}" 'spec.render.vars: Invalid value: empty name'
 NAME=web.prod refused "metadata.name web.prod (apps are named by DNS labels)" "  source: {repo: x}" \
 	'metadata.name: Invalid value: "web.prod": metadata.name in body should match'
+refused "decryption.ageKeyFile and decryption.sopsBin (syncd's own files and programs)" "  source: {repo: x}
+  decryption:
+    provider: sops
+    secretRef: {name: sops-age}
+    ageKeyFile: /etc/keys.txt
+    sopsBin: /bin/sh" \
+	'unknown field "spec.decryption.ageKeyFile"' 'unknown field "spec.decryption.sopsBin"'
+refused "decryption.provider: vault (sops only)" "  source: {repo: x}
+  decryption: {provider: vault, secretRef: {name: sops-age}}" \
+	'spec.decryption.provider: Unsupported value: "vault"'
+refused "decryption without secretRef" "  source: {repo: x}
+  decryption: {provider: sops}" 'spec.decryption.secretRef: Required value'
 NAME=no-spec refused "an App without spec" "" 'spec: Required value'
 
 # Without strict validation (--validate=false, older clients) the server

@@ -97,7 +97,8 @@ static void header(unsigned char h[512], const char *name, char type,
 	h[156] = (unsigned char)type;
 	if (link)
 		put_str(h, 157, 100, link);
-	memcpy(h + 257, "ustar\0" "00", 8);
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
 	put_str(h, 265, 32, "u");
 	put_str(h, 297, 32, "g");
 	set_checksum(h);
@@ -280,8 +281,7 @@ Test(archive, unpacks_a_chart_like_tree_with_contents_and_modes)
 	add_file("podinfo/templates/service.yaml", "kind: Service\n");
 	add_file("podinfo/.helmignore", "");
 	/* No directory entry for scripts/: it is made on the way. */
-	add_entry("podinfo/scripts/run.sh", '0', 0775, "#!/bin/sh\n", 10,
-		  NULL);
+	add_entry("podinfo/scripts/run.sh", '0', 0775, "#!/bin/sh\n", 10, NULL);
 	add_entry("podinfo/private", '0', 0600, "p", 1, NULL);
 	add_dir("./");
 	write_tgz();
@@ -302,14 +302,13 @@ Test(archive, unpacks_a_chart_like_tree_with_contents_and_modes)
 	cr_assert_eq(mode_of("podinfo/scripts"), S_IFDIR | 0755);
 	cr_assert_eq(mode_of("podinfo/templates"), S_IFDIR | 0755);
 	cr_assert_eq(count_entries(out), 1);
-	cr_assert_eq(count_entries(tgz[0] ? "" : out), 1);
 	assert_nothing_outside();
 	err_release(&e);
 }
 
 Test(archive, reads_pax_path_records_and_ignores_global_headers)
 {
-	char name[300], rel[300];
+	char name[300];
 	struct err e = ERR_INIT;
 
 	/* 250 bytes: beyond ustar's 100-byte name and 155-byte prefix. */
@@ -317,7 +316,7 @@ Test(archive, reads_pax_path_records_and_ignores_global_headers)
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	cr_assert_gt(strlen(name), 250);
 	add_pax('g', "comment", "made by a test");
 	add_pax('x', "path", name);
@@ -331,8 +330,6 @@ Test(archive, reads_pax_path_records_and_ignores_global_headers)
 	cr_assert(!exists_in(out, "chart/templates/truncated-name.yaml"));
 	/* The pax headers themselves are not files. */
 	cr_assert(!exists_in(out, "PaxHeaders"));
-	snprintf(rel, sizeof(rel), "%s", name);
-	*strchr(rel, '/') = '\0';
 	cr_assert_eq(count_entries(out), 1);
 	err_release(&e);
 }
@@ -393,7 +390,7 @@ Test(archive, reads_an_archive_of_two_gzip_members)
 
 Test(archive, reads_what_the_system_tar_writes)
 {
-	char src[300], cmd[1200], name[300];
+	char src[300], cmd[4096], name[300];
 	const char *formats[] = {"gnu", "posix", "ustar"};
 	struct err e = ERR_INIT;
 
@@ -420,8 +417,7 @@ Test(archive, reads_what_the_system_tar_writes)
 		if (!ustar) {
 			char rel[400];
 
-			snprintf(rel, sizeof(rel), "c/templates/%s.yaml",
-				 name);
+			snprintf(rel, sizeof(rel), "c/templates/%s.yaml", name);
 			cr_assert_str_eq(read_text(rel), "x");
 		}
 		cr_assert_eq(mode_of("c/run.sh"), S_IFREG | 0755);
@@ -450,13 +446,15 @@ Test(archive, a_directory_may_come_twice_and_after_its_files)
 Test(archive, refuses_names_that_escape_the_root)
 {
 	static const char *const names[] = {
-		"../evil",	 "a/../../x", "./../evil",   "..",
+		"../evil",	  "a/../../x", "./../evil", "..",
 		"a/b/../../../x", "a/..",      "x/../evil",
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char msg[300];
 
+		cr_assert_eq(src_remove_tree(out, NULL), 0);
+		cr_assert_eq(mkdir(out, 0755), 0);
 		buf_reset(&tar);
 		add_file("ok.txt", "fine\n");
 		add_file(names[i], "escaped\n");
@@ -521,7 +519,8 @@ Test(archive, refuses_the_same_file_twice)
 	add_file("a.yaml", "first\n");
 	add_file("./a.yaml", "second\n");
 	write_tgz();
-	expect_error(NULL, ERR_INVALID, WHAT ": entry \"./a.yaml\": appears twice");
+	expect_error(NULL, ERR_INVALID,
+		     WHAT ": entry \"./a.yaml\": appears twice");
 	cr_assert_str_eq(read_text("a.yaml"), "first\n");
 
 	cr_assert_eq(src_remove_tree(out, NULL), 0);
@@ -552,11 +551,10 @@ Test(archive, refuses_a_file_under_a_file)
 
 Test(archive, never_follows_a_symlink_found_in_the_directory)
 {
-	char link[400], outside[400];
+	char link[400];
 
 	/* Not an archive's doing (it cannot make links), but the tree may
 	 * be shared: a link to outside is not followed. */
-	snprintf(outside, sizeof(outside), "%s/outside", out);
 	snprintf(link, sizeof(link), "%s/lnk", out);
 	cr_assert_eq(symlink(root, link), 0);
 	add_file("lnk/evil", "through a link\n");
@@ -569,7 +567,6 @@ Test(archive, never_follows_a_symlink_found_in_the_directory)
 	add_file("lnk", "over a link\n");
 	write_tgz();
 	expect_error(NULL, ERR_INVALID, WHAT ": entry \"lnk\": appears twice");
-	(void)outside;
 }
 
 /* ---- entries that are not files or directories -------------------- */
@@ -603,8 +600,7 @@ Test(archive, refuses_links_devices_and_fifos)
 		add_file("chart/values.yaml", "v: 1\n");
 		add_entry("node", cases[i].type, 0644, NULL, 0, cases[i].link);
 		write_tgz();
-		expect_error(NULL, cases[i].msg[0] ? ERR_INVALID : 0,
-			     cases[i].msg);
+		expect_error(NULL, ERR_INVALID, cases[i].msg);
 		cr_assert(!exists_in(out, "node"), "%c made a node",
 			  cases[i].type);
 		cr_assert_eq(src_remove_tree(out, NULL), 0);
@@ -651,8 +647,13 @@ Test(archive, a_header_declaring_a_huge_file_is_refused_without_reading_it)
 {
 	unsigned char h[512];
 
-	/* 8 GiB declared, nothing behind it. */
-	header(h, "huge", '0', 0644, 8ull << 30, NULL);
+	/* 8 GiB declared (in GNU base-256: octal has 11 digits), nothing
+	 * behind it. */
+	header(h, "huge", '0', 0644, 0, NULL);
+	memset(h + 124, 0, 12);
+	h[124] = 0x80;
+	h[131] = 0x02;
+	set_checksum(h);
 	cr_assert_eq(buf_add(&tar, h, 512), 0);
 	write_tgz();
 	expect_error(NULL, ERR_LIMIT,
@@ -771,8 +772,7 @@ Test(archive, a_gzip_bomb_is_stopped_at_the_bound_not_inflated_to_its_end)
 	cr_assert_eq(fclose(f), 0);
 
 	cr_assert_eq(untar(&lim, &e), ERR_LIMIT, "%s", err_msg(&e));
-	cr_assert(!strncmp(err_first(&e),
-			   WHAT ": decompresses to more than ",
+	cr_assert(!strncmp(err_first(&e), WHAT ": decompresses to more than ",
 			   strlen(WHAT ": decompresses to more than ")),
 		  "%s", err_first(&e));
 	cr_assert_str_eq(read_text("a"), "before the bomb\n");
@@ -858,6 +858,7 @@ Test(archive, refuses_data_that_is_not_gzip_or_is_corrupt)
 {
 	struct err e = ERR_INIT;
 	unsigned char buf[4096];
+	char data[3001];
 	size_t n;
 	FILE *f;
 
@@ -873,10 +874,9 @@ Test(archive, refuses_data_that_is_not_gzip_or_is_corrupt)
 	/* A flipped bit in the compressed data: the CRC catches it if
 	 * the inflater does not. */
 	for (size_t i = 0; i < 3000; i++)
-		buf_addch(&tar, (char)('a' + (i * 31) % 26));
-	add_file("f", tar.ptr);
-	memmove(tar.ptr, tar.ptr + 3000, tar.len - 3000);
-	buf_truncate(&tar, tar.len - 3000);
+		data[i] = (char)('a' + (i * 31) % 26);
+	data[3000] = '\0';
+	add_file("f", data);
 	write_tgz();
 	cr_assert_not_null(f = fopen(tgz, "r+b"));
 	n = fread(buf, 1, sizeof(buf), f);
@@ -886,8 +886,8 @@ Test(archive, refuses_data_that_is_not_gzip_or_is_corrupt)
 	cr_assert_eq(fwrite(buf, 1, n, f), n);
 	fclose(f);
 	cr_assert_eq(untar(NULL, &e), ERR_PARSE);
-	cr_assert(strstr(err_first(&e), WHAT ": ") == err_first(&e),
-		  "%s", err_first(&e));
+	cr_assert(strstr(err_first(&e), WHAT ": ") == err_first(&e), "%s",
+		  err_first(&e));
 	err_release(&e);
 	assert_nothing_outside();
 }
@@ -932,7 +932,7 @@ Test(archive, remove_tree_removes_everything_but_follows_no_link)
 
 	cr_assert_eq(src_remove_tree(out, NULL), 0);
 	cr_assert(!exists_in(root, "out"));
-	cr_assert_str_eq(read_text("../keep/precious"), "still here\n");
+	cr_assert(exists_in(keep, "precious"));
 
 	/* Gone already: nothing to do. */
 	cr_assert_eq(src_remove_tree(out, NULL), 0);

@@ -86,7 +86,9 @@ Test(semver, refuses_what_is_not_a_version)
 		"V1.2.3",
 		"1.x",
 		"18446744073709551616.0.0",
-		"1.2.3-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		"1.2.3-"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aa",
 	};
 	struct src_semver v;
 
@@ -109,12 +111,12 @@ Test(semver, orders_by_semver_precedence)
 {
 	/* The SemVer 2.0 example, then numbers compared as numbers. */
 	static const char *const order[] = {
-		"1.0.0-alpha",	"1.0.0-alpha.1", "1.0.0-alpha.beta",
-		"1.0.0-beta",	"1.0.0-beta.2",	 "1.0.0-beta.11",
-		"1.0.0-rc.1",	"1.0.0",	 "1.0.1",
-		"1.9.0",	"1.10.0",	 "2.0.0-0",
-		"2.0.0-1",	"2.0.0-10",	 "2.0.0-A",
-		"2.0.0-a",	"2.0.0",	 "10.0.0",
+		"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta",
+		"1.0.0-beta",  "1.0.0-beta.2",	"1.0.0-beta.11",
+		"1.0.0-rc.1",  "1.0.0",		"1.0.1",
+		"1.9.0",       "1.10.0",	"2.0.0-0",
+		"2.0.0-1",     "2.0.0-10",	"2.0.0-A",
+		"2.0.0-a",     "2.0.0",		"10.0.0",
 	};
 	size_t n = sizeof(order) / sizeof(order[0]);
 
@@ -187,34 +189,20 @@ Test(semver, not_equal_excludes_a_version_or_the_range_it_names)
 Test(semver, comparisons_read_missing_parts_as_ranges)
 {
 	static const struct match_case cases[] = {
-		{">1.2.3", "1.2.4", true},
-		{">1.2.3", "1.2.3", false},
-		{">1.1", "1.1.9", false},
-		{">1.1", "1.2.0", true},
-		{">1.1", "4.1.0", true},
-		{">1", "1.9.9", false},
-		{">1", "2.0.0", true},
-		{">1.x", "1.5.0", false},
-		{"<1.2.3", "1.2.2", true},
-		{"<1.2.3", "1.2.3", false},
-		{"<1.1", "1.0.9", true},
-		{"<1.1", "1.1.0", false},
-		{"<1.x", "0.9.0", true},
-		{"<1.x", "1.1.1", false},
-		{"<11", "0.1.0", true},
-		{"<11", "11.1.0", false},
-		{">=1.2.3", "1.2.3", true},
-		{">=1.2.3", "1.2.2", false},
-		{"=>1.2", "1.2.0", true},
-		{">= 1.2", "1.1.9", false},
-		{"<=1.2.3", "1.2.3", true},
-		{"<=1.2.3", "1.2.4", false},
-		{"<=1.1", "1.1.9", true},
-		{"<=1.1", "1.2.0", false},
-		{"<=1.1", "0.1.0", true},
-		{"=<2", "2.9.9", true},
-		{"=<2", "3.0.0", false},
-		{"<=2.x", "3.0.0", false},
+		{">1.2.3", "1.2.4", true},     {">1.2.3", "1.2.3", false},
+		{">1.1", "1.1.9", false},      {">1.1", "1.2.0", true},
+		{">1.1", "4.1.0", true},       {">1", "1.9.9", false},
+		{">1", "2.0.0", true},	       {">1.x", "1.5.0", false},
+		{"<1.2.3", "1.2.2", true},     {"<1.2.3", "1.2.3", false},
+		{"<1.1", "1.0.9", true},       {"<1.1", "1.1.0", false},
+		{"<1.x", "0.9.0", true},       {"<1.x", "1.1.1", false},
+		{"<11", "0.1.0", true},	       {"<11", "11.1.0", false},
+		{">=1.2.3", "1.2.3", true},    {">=1.2.3", "1.2.2", false},
+		{"=>1.2", "1.2.0", true},      {">= 1.2", "1.1.9", false},
+		{"<=1.2.3", "1.2.3", true},    {"<=1.2.3", "1.2.4", false},
+		{"<=1.1", "1.1.9", true},      {"<=1.1", "1.2.0", false},
+		{"<=1.1", "0.1.0", true},      {"=<2", "2.9.9", true},
+		{"=<2", "3.0.0", false},       {"<=2.x", "3.0.0", false},
 		{"<=1.1.x", "1.2.500", false},
 	};
 
@@ -224,20 +212,13 @@ Test(semver, comparisons_read_missing_parts_as_ranges)
 Test(semver, tilde_allows_patch_changes)
 {
 	static const struct match_case cases[] = {
-		{"~1.2.3", "1.2.3", true},
-		{"~1.2.3", "1.2.9", true},
-		{"~1.2.3", "1.3.0", false},
-		{"~1.2.3", "1.2.2", false},
-		{"~1.2", "1.2.0", true},
-		{"~1.2", "1.3.0", false},
-		{"~1", "1.9.0", true},
-		{"~1", "2.0.0", false},
-		{"~1.x", "1.9.0", true},
-		{"~>1.2", "1.2.5", true},
-		{"~>1.2", "1.3.0", false},
-		{"~0.2.3", "0.2.5", true},
-		{"~0.2.3", "0.3.0", false},
-		{"~*", "2.1.1", true},
+		{"~1.2.3", "1.2.3", true},  {"~1.2.3", "1.2.9", true},
+		{"~1.2.3", "1.3.0", false}, {"~1.2.3", "1.2.2", false},
+		{"~1.2", "1.2.0", true},    {"~1.2", "1.3.0", false},
+		{"~1", "1.9.0", true},	    {"~1", "2.0.0", false},
+		{"~1.x", "1.9.0", true},    {"~>1.2", "1.2.5", true},
+		{"~>1.2", "1.3.0", false},  {"~0.2.3", "0.2.5", true},
+		{"~0.2.3", "0.3.0", false}, {"~*", "2.1.1", true},
 		{"~0.0.0", "1.2.3", true},
 	};
 
@@ -281,24 +262,15 @@ Test(semver, caret_allows_changes_right_of_the_first_non_zero_part)
 Test(semver, wildcards_and_partial_versions_are_ranges)
 {
 	static const struct match_case cases[] = {
-		{"1.2.x", "1.2.0", true},
-		{"1.2.x", "1.2.9", true},
-		{"1.2.x", "1.3.0", false},
-		{"1.2.X", "1.2.1", true},
-		{"1.2.*", "1.2.1", true},
-		{"1.x", "1.9.0", true},
-		{"1.x", "2.0.0", false},
-		{"1.x", "0.9.0", false},
-		{"1.x.x", "1.4.0", true},
-		{"1.*", "1.5.0", true},
-		{"*", "4.5.6", true},
-		{"x", "0.0.1", true},
-		{"X", "0.0.0", true},
-		{"1.2", "1.2.7", true},
-		{"1.2", "1.3.0", false},
-		{"1", "1.7.0", true},
-		{"1", "2.0.0", false},
-		{">=*", "0.1.0", true},
+		{"1.2.x", "1.2.0", true},  {"1.2.x", "1.2.9", true},
+		{"1.2.x", "1.3.0", false}, {"1.2.X", "1.2.1", true},
+		{"1.2.*", "1.2.1", true},  {"1.x", "1.9.0", true},
+		{"1.x", "2.0.0", false},   {"1.x", "0.9.0", false},
+		{"1.x.x", "1.4.0", true},  {"1.*", "1.5.0", true},
+		{"*", "4.5.6", true},	   {"x", "0.0.1", true},
+		{"X", "0.0.0", true},	   {"1.2", "1.2.7", true},
+		{"1.2", "1.3.0", false},   {"1", "1.7.0", true},
+		{"1", "2.0.0", false},	   {">=*", "0.1.0", true},
 	};
 
 	CHECK(cases);
@@ -400,7 +372,8 @@ Test(semver, refuses_bad_ranges_naming_the_term)
 		{"latest",
 		 "version range \"latest\": \"latest\" is not a version "
 		 "constraint"},
-		{">=", "version range \">=\": \">=\" is not a version constraint"},
+		{">=",
+		 "version range \">=\": \">=\" is not a version constraint"},
 		{"1.2.3.4",
 		 "version range \"1.2.3.4\": \"1.2.3.4\" is not a version "
 		 "constraint"},
@@ -448,9 +421,8 @@ Test(semver, refuses_bad_ranges_naming_the_term)
 Test(semver, newest_picks_the_highest_match_and_skips_what_does_not_parse)
 {
 	static const char *const tags[] = {
-		"1.9.0",      "latest",	    "1.10.0",	  NULL,
-		"v1.2",	      "2.0.0-rc.1", "1.10.0-rc.1", "main",
-		"1.10.0+abc", "0.9.9",
+		"1.9.0",      "latest",	     "1.10.0", NULL,	     "v1.2",
+		"2.0.0-rc.1", "1.10.0-rc.1", "main",   "1.10.0+abc", "0.9.9",
 	};
 	size_t n = sizeof(tags) / sizeof(tags[0]);
 	struct src_semver_range *r;
