@@ -372,6 +372,14 @@ int app_conn_open_with(struct app_conn *conn,
 void app_conn_close(struct app_conn *conn);
 
 /*
+ * The API server's version (`GET /version`, its gitVersion, e.g.
+ * "v1.36.0") in out[size]. ERR_PARSE when the answer holds none or an
+ * unlikely one.
+ */
+int app_conn_server_version(struct kube_client *client, char *out,
+			    size_t size, struct err *err);
+
+/*
  * The app name from a path: the basename of `path` (resolved, so "."
  * works), lower-cased, characters a name cannot hold as '-'. Caller
  * frees; NULL when nothing is left.
@@ -466,6 +474,7 @@ enum app_list {
 	APP_LIST_JSONNET_JPATH,
 	APP_LIST_PLUGIN_ARGS,	    /* render.exec.args */
 	APP_LIST_PLUGIN_ENV,	    /* render.exec.env, "NAME=VALUE" */
+	APP_LIST_HELM_VALUES_FILES, /* render.helm.values_files */
 	APP_LIST_COUNT,
 };
 
@@ -601,13 +610,18 @@ int app_read_vars(struct strvec *out, const char *path, struct err *err);
  * variables files, then its vars, later ones winning) when substitution
  * is on. `revision` (commit id or NULL) and `path` (the app's path as
  * given, for messages and origins; NULL: dir) are what the renderers may
- * know. Objects are added to *out (on error *out holds what was rendered,
- * for the caller to release); *used (may be NULL) gets the renderer used.
+ * know. `kube_version` (the cluster's, e.g. "v1.36.0"; NULL: unknown)
+ * is helm's --kube-version when the spec names none. Objects are added
+ * to *out (on error *out holds what was rendered, for the caller to
+ * release); *used (may be NULL) gets the renderer used.
  */
 int app_spec_render(const struct app_spec *s, const char *dir,
 		    const char *revision, const char *path,
-		    struct diff_objset *out, enum render_kind *used,
-		    struct err *err);
+		    const char *kube_version, struct diff_objset *out,
+		    enum render_kind *used, struct err *err);
+
+/* Will the spec render `dir` with helm (chosen, or detected)? */
+bool app_spec_renders_helm(const struct app_spec *s, const char *dir);
 
 /*
  * The render cache: renders kept on disk under a source's cache

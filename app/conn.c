@@ -51,6 +51,31 @@ void app_conn_close(struct app_conn *conn)
 	memset(conn, 0, sizeof(*conn));
 }
 
+int app_conn_server_version(struct kube_client *client, char *out,
+			    size_t size, struct err *err)
+{
+	struct kube_response resp = KUBE_RESPONSE_INIT;
+	const char *v;
+	int error;
+
+	out[0] = '\0';
+	if ((error = kube_request(client, "GET", "/version", NULL, NULL, 0,
+				  &resp, err)) < 0)
+		goto out;
+	v = json_string_value(json_object_get(resp.json, "gitVersion"));
+	if (!v || !*v || strlen(v) >= size || strlen(v) > 64 ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789.+-") != strlen(v)) {
+		error = err_set(err, ERR_PARSE, "GET /version: no usable "
+				"gitVersion");
+		goto out;
+	}
+	snprintf(out, size, "%s", v);
+out:
+	kube_response_release(&resp);
+	return error;
+}
+
 char *app_name_from_path(const char *path)
 {
 	char *real = realpath(path, NULL), *base, *name, *p;

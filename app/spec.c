@@ -49,6 +49,7 @@ static void bind(struct app_spec *s)
 	r->dir.include = l[APP_LIST_INCLUDE];
 	r->dir.exclude = l[APP_LIST_EXCLUDE];
 	r->helm.values = l[APP_LIST_HELM_VALUES];
+	r->helm.values_files = l[APP_LIST_HELM_VALUES_FILES];
 	r->helm.set = l[APP_LIST_HELM_SET];
 	r->jsonnet.ext_str = l[APP_LIST_JSONNET_EXT_STR];
 	r->jsonnet.ext_code = l[APP_LIST_JSONNET_EXT_CODE];
@@ -336,10 +337,19 @@ static int split_vars(const struct strvec *all, const char ***names,
 	return 0;
 }
 
+bool app_spec_renders_helm(const struct app_spec *s, const char *dir)
+{
+	enum render_kind kind = s->render.kind;
+
+	if (kind == RENDER_AUTO && render_detect(&kind, dir, NULL) < 0)
+		return false;
+	return kind == RENDER_HELM;
+}
+
 int app_spec_render(const struct app_spec *s, const char *dir,
 		    const char *revision, const char *path,
-		    struct diff_objset *out, enum render_kind *used,
-		    struct err *err)
+		    const char *kube_version, struct diff_objset *out,
+		    enum render_kind *used, struct err *err)
 {
 	struct render_app_options opts = s->render;
 	struct strvec vars = STRVEC_INIT;
@@ -353,6 +363,8 @@ int app_spec_render(const struct app_spec *s, const char *dir,
 	opts.info.namespace = s->namespace;
 	opts.info.revision = revision;
 	opts.info.path = path;
+	if (!opts.helm.kube_version)
+		opts.helm.kube_version = kube_version;
 	if (s->render.kind == RENDER_EXEC && !s->render.exec.cmd) {
 		error = err_set(err, ERR_USAGE,
 				"--renderer exec needs --plugin-cmd");
@@ -421,7 +433,8 @@ out:
 
 bool app_spec_cacheable(const struct app_spec *s)
 {
-	return s->render.kind != RENDER_EXEC && !s->vars_files.len;
+	return s->render.kind != RENDER_EXEC && !s->vars_files.len &&
+	       !app_spec_list_len(s, APP_LIST_HELM_VALUES_FILES);
 }
 
 static void key_str(struct sha256_ctx *h, const char *name, const char *v)
@@ -484,6 +497,7 @@ int app_render_cache_file(struct buf *out, const struct app_spec *s,
 	key_str(&h, "helm.bin", r->helm.bin);
 	key_str(&h, "helm.release", r->helm.release);
 	key_list(&h, "helm.values", r->helm.values);
+	key_list(&h, "helm.values_files", r->helm.values_files);
 	key_list(&h, "helm.set", r->helm.set);
 	key_num(&h, "helm.include_crds", r->helm.include_crds);
 	key_str(&h, "helm.kube_version", r->helm.kube_version);

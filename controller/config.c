@@ -861,8 +861,8 @@ static const char *const kustomize_keys[] = {
 	NULL,
 };
 static const char *const helm_keys[] = {
-	"release", "values", "valuesObject", "set", "includeCrds", "kubeVersion",
-	"bin",	   NULL,
+	"release", "values", "valuesFiles", "valuesObject", "set",
+	"includeCrds", "kubeVersion", "bin", NULL,
 };
 static const char *const jsonnet_keys[] = {
 	"file", "extVars", "extCode", "tlas", "tlaCode", "jpath", NULL,
@@ -925,7 +925,8 @@ static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 
 		refuse_keys(w, obj, local, NOT_IN_OBJECT);
 		if (json_is_object(helm)) {
-			static const char *const bin[] = {"bin", NULL};
+			static const char *const bin[] = {"bin", "valuesFiles",
+							  NULL};
 			struct mark mh = push_key(w, "helm");
 
 			refuse_keys(w, helm, bin, NOT_IN_OBJECT);
@@ -984,6 +985,14 @@ static void walk_render(struct walk *w, const json_t *obj, struct app_spec *a)
 		err_release(&why);
 	}
 	spec_list(w, a, b, "values", APP_LIST_HELM_VALUES);
+	{
+		struct strvec files = STRVEC_INIT;
+
+		get_list(w, b, "valuesFiles", &files);
+		list_files(w, &files);
+		spec_add(w, a, APP_LIST_HELM_VALUES_FILES, &files);
+		strvec_release(&files);
+	}
 	if (json_object_get(b, "valuesObject")) {
 		const json_t *v = json_object_get(b, "valuesObject");
 		struct mark mv = push_key(w, "valuesObject");

@@ -171,6 +171,30 @@ static struct kube_client *app_client(struct controller *c,
 			    : c->conn.client;
 }
 
+/*
+ * The version of the app's cluster, for helm's --kube-version when the
+ * app names none: asked once per app (one GET /version), NULL when
+ * unknown (helm's default then).
+ */
+static const char *kube_version_of(struct controller *c, struct ctl_app *a)
+{
+	struct kube_client *client;
+	struct err err = ERR_INIT;
+
+	if (!a->kube_version_asked && (client = app_client(c, a))) {
+		a->kube_version_asked = true;
+		if (app_conn_server_version(client, a->kube_version,
+					    sizeof(a->kube_version),
+					    &err) < 0)
+			log_warn("the cluster's version is unknown: helm "
+				 "renders with its default",
+				 "app", a->spec->name, "error",
+				 err_first(&err), NULL);
+		err_release(&err);
+	}
+	return a->kube_version[0] ? a->kube_version : NULL;
+}
+
 static struct kube_discovery *app_disc(struct controller *c,
 				       const struct ctl_app *a)
 {
@@ -493,9 +517,13 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	}
 	if ((error = source_checkout(a->gs, &dir, err)) < 0)
 		goto failed;
-	if ((error = app_spec_render(a->spec, dir, r.revision,
-				     a->spec->source.subpath, &fresh, NULL,
-				     err)) < 0)
+	if ((error = app_spec_render(
+		     a->spec, dir, r.revision, a->spec->source.subpath,
+		     !a->spec->render.helm.kube_version &&
+				     app_spec_renders_helm(a->spec, dir)
+			     ? kube_version_of(c, a)
+			     : NULL,
+		     &fresh, NULL, err)) < 0)
 		goto failed;
 	log_info("rendered", "app", a->spec->name, "revision", r.revision,
 		 "tree", r.tree, NULL);

@@ -85,6 +85,10 @@ struct ctl_app {
 	char tree[SOURCE_TREE_MAX];	/* last good tree */
 	char rendered[SOURCE_TREE_MAX]; /* tree of `objects` */
 	char seen[SOURCE_REVISION_MAX];	 /* last commit polled */
+	/* The cluster's version for helm (asked once, when a chart is
+	 * first rendered); kube_version_asked: even when that failed. */
+	char kube_version[72];
+	bool kube_version_asked;
 	unsigned source_failures; /* consecutive failed polls or renders */
 	uint64_t source_retry_ms; /* no poll before then (while stale) */
 	char *source_error;	  /* why the source last failed */

@@ -270,6 +270,26 @@ int render_helm(struct diff_objset *out, const char *root,
 			goto out;
 		values[nvalues++] = real;
 	}
+	for (const char *const *v = opts->values_files; v && *v; v++) {
+		char *real;
+
+		if (nvalues + 1 == RENDER_MAX_ARGV / 2) {
+			error = err_set(err, ERR_LIMIT,
+					"%s: too many values files",
+					buf_cstr(&origin));
+			goto out;
+		}
+		if (!(real = realpath(*v, NULL)) || access(real, R_OK) < 0) {
+			error = err_set(err, errno == ENOENT ? ERR_NOTFOUND
+							     : ERR_IO,
+					"%s: values file %s: %s",
+					buf_cstr(&origin), *v,
+					strerror(errno));
+			free(real);
+			goto out;
+		}
+		values[nvalues++] = real;
+	}
 	if (opts->values_inline &&
 	    (error = write_inline(&inline_file, opts->values_inline,
 				  buf_cstr(&origin), err)) < 0)

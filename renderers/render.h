@@ -241,6 +241,10 @@ struct render_helm_options {
 	const char *namespace; /* NULL: info->namespace, else "default" */
 	const char *const *values;  /* files relative to repo_root (NULL-
 				       terminated), confined to it */
+	const char *const *values_files; /* files of syncd's own disk
+					    (absolute, or relative to the
+					    working directory), after
+					    `values` (NULL-terminated) */
 	const char *const *set;     /* "KEY=VALUE" pairs, on argv */
 	const char *values_inline;  /* YAML values from config; written to
 				       a private temporary file (mode 0600),

@@ -134,8 +134,8 @@ int cli_app_load(struct cli_app *app, const char *path,
 	}
 	error = app_spec_render(&app->spec, app->source.dir,
 				app->source.commit,
-				path ? path : app->spec.source.subpath, out, NULL,
-				err);
+				path ? path : app->spec.source.subpath, NULL, out,
+				NULL, err);
 	if (!error && cacheable)
 		app_render_cache_write(file.ptr, out);
 out:

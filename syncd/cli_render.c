@@ -27,6 +27,7 @@ enum {
 	OPT_HELM_BIN,
 	OPT_HELM_RELEASE,
 	OPT_HELM_VALUES,
+	OPT_HELM_VALUES_FILE,
 	OPT_HELM_SET,
 	OPT_HELM_CRDS,
 	OPT_HELM_KUBE_VERSION,
@@ -54,6 +55,7 @@ const struct option cli_render_longopts[] = {
 	{"helm-bin", required_argument, NULL, OPT_HELM_BIN},
 	{"helm-release", required_argument, NULL, OPT_HELM_RELEASE},
 	{"helm-values", required_argument, NULL, OPT_HELM_VALUES},
+	{"helm-values-file", required_argument, NULL, OPT_HELM_VALUES_FILE},
 	{"helm-set", required_argument, NULL, OPT_HELM_SET},
 	{"helm-include-crds", no_argument, NULL, OPT_HELM_CRDS},
 	{"helm-kube-version", required_argument, NULL, OPT_HELM_KUBE_VERSION},
@@ -97,6 +99,9 @@ const char cli_render_usage[] =
 	"      --helm-release NAME    release name (default: the app name)\n"
 	"      --helm-values FILE     values file relative to PATH "
 	"(repeatable)\n"
+	"      --helm-values-file FILE\n"
+	"                             a values file of this machine, after\n"
+	"                             --helm-values (repeatable)\n"
 	"      --helm-set KEY=VALUE   a --set pair (repeatable)\n"
 	"      --helm-include-crds    render the chart's crds/ too\n"
 	"      --helm-kube-version V  Kubernetes version for "
@@ -204,6 +209,8 @@ int cli_render_option(struct app_spec *s, int val, const char *arg,
 		return set(s, &r->helm.release, arg, err);
 	case OPT_HELM_VALUES:
 		return push(s, APP_LIST_HELM_VALUES, arg, err);
+	case OPT_HELM_VALUES_FILE:
+		return push(s, APP_LIST_HELM_VALUES_FILES, arg, err);
 	case OPT_HELM_SET:
 		if ((error = need_pair("--helm-set", arg, err)) < 0)
 			return error;

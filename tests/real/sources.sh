@@ -10,7 +10,8 @@
 #     revision VERSION@sha256:DIGEST;
 #  2. syncd run with three apps (a chart from the chart repository, the
 #     same chart from the registry, an OCI artifact of plain manifests
-#     pushed with oras) converges; the status names each revision;
+#     pushed with oras) converges; the status names each revision; helm
+#     renders with the cluster's version and the app's valuesObject;
 #  3. steady state: an unchanged chart repository costs one conditional
 #     request per poll (304) and no download; an unchanged registry one
 #     HEAD of the manifest and no blob (counted on the servers);
@@ -72,6 +73,7 @@ metadata:
 data:
   version: {{ .Chart.Version | quote }}
   color: {{ .Values.color | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
 EOF
 	"$K8S_BIN/helm" package "$d" -d "$tmp/charts" >/dev/null
 }
@@ -185,6 +187,9 @@ else
 fi
 expect_eq "$(get "$NS_OCI" configmap/oci-settings '{.data.color}')" green \
 	"render.helm.valuesObject reaches helm template"
+server_version=$(kc version -o json | jq -r .serverVersion.gitVersion)
+expect_eq "$(get "$NS_REPO" configmap/repo-settings '{.data.kube}')" "$server_version" \
+	"helm renders with the cluster's version (--kube-version $server_version)"
 port=$(sed -n 's/.*serving HTTP.* port=\([0-9]*\).*/\1/p' "$log" | head -1)
 status_rev() { # APP
 	curl -sf "http://127.0.0.1:$port/api/v1/apps/$1" | jq -r '.revision // empty'

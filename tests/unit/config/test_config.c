@@ -529,6 +529,7 @@ Test(config, every_render_flag_has_a_key)
 		{"helm-release", "rel"},
 		{"helm-values", "v1.yaml"},
 		{"helm-values", "v2.yaml"},
+		{"helm-values-file", "/etc/syncd/values-prod.yaml"},
 		{"helm-set", "image.tag=v2"},
 		{"helm-set", "replicas=3"},
 		{"helm-include-crds", NULL},
