@@ -113,8 +113,7 @@ int src_http_new(struct src_http **out, const struct src_http_options *o,
 	    dup_opt(&h->token, o->token) < 0 ||
 	    dup_opt(&h->ca_file, o->ca_file) < 0 ||
 	    dup_opt(&h->user_agent,
-		    o->user_agent ? o->user_agent
-				  : "syncd/" SYNCD_VERSION) < 0)
+		    o->user_agent ? o->user_agent : "syncd/" SYNCD_VERSION) < 0)
 		goto oom;
 	if (!(h->curl = curl_easy_init())) {
 		error = err_set(err, ERR_GENERIC,
@@ -202,9 +201,8 @@ int src_url_redact(struct buf *out, const char *url)
 		if ((unsigned char)out->ptr[i] < 0x20 || out->ptr[i] == 0x7f)
 			out->ptr[i] = '?';
 	if (n > URL_SHOWN_MAX) {
-		buf_truncate(out,
-			     start + utf8_cut(out->ptr + start, n,
-					      URL_SHOWN_MAX));
+		buf_truncate(out, start + utf8_cut(out->ptr + start, n,
+						   URL_SHOWN_MAX));
 		if ((error = buf_adds(out, "...")) < 0)
 			goto fail;
 	}
@@ -232,7 +230,8 @@ static bool origin(const char *url, char **scheme, char **host, char **port)
 
 bool src_url_same_origin(const char *a, const char *b)
 {
-	char *s1, *h1, *p1, *s2, *h2, *p2;
+	char *s1 = NULL, *h1 = NULL, *p1 = NULL;
+	char *s2 = NULL, *h2 = NULL, *p2 = NULL;
 	bool same;
 
 	same = origin(a, &s1, &h1, &p1) && origin(b, &s2, &h2, &p2) &&
@@ -299,7 +298,7 @@ struct transfer {
 	bool has_location; /* ... and it has a Location */
 	bool over;	   /* the body (or its Content-Length) is over max */
 	bool oom;
-	int write_errno;   /* writing the file failed */
+	int write_errno; /* writing the file failed */
 	struct sha256_ctx sha;
 };
 
@@ -596,14 +595,14 @@ static void setup(struct src_http *h, const char *url, bool head,
 /* The error of a transfer that did not complete. */
 static int transfer_error(struct src_http *h, const struct transfer *t,
 			  CURLcode rc, const char *method, const char *shown,
-			  const char *file, const char *errbuf,
-			  struct err *err)
+			  const char *file, const char *errbuf, struct err *err)
 {
 	const char *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
 
 	if (t->over)
-		return err_set(err, ERR_LIMIT, "%s %s: body over %" PRIu64
-			       " bytes", method, shown, t->max);
+		return err_set(err, ERR_LIMIT,
+			       "%s %s: body over %" PRIu64 " bytes", method,
+			       shown, t->max);
 	if (t->oom)
 		return err_set(err, ERR_NOMEM, "out of memory");
 	if (t->write_errno)
@@ -617,8 +616,7 @@ static int transfer_error(struct src_http *h, const struct transfer *t,
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return err_set(err, ERR_INVALID,
 			       "%s %s: only https%s URLs are allowed", method,
-			       shown,
-			       h->plain_http ? " and http" : "");
+			       shown, h->plain_http ? " and http" : "");
 	default:
 		return err_set(err, ERR_IO, "%s %s: %s", method, shown, why);
 	}
@@ -646,7 +644,7 @@ int src_http_do(struct src_http *h, const struct src_http_request *req,
 	t.head = !strcmp(method, "HEAD");
 	/* 0 (no cap) only where size_t cannot hold the bound: on_body()
 	 * checks it anyway. */
-	buf_init(&r->body, req->to_file	       ? SRC_HTTP_ERROR_BODY_MAX
+	buf_init(&r->body, req->to_file	      ? SRC_HTTP_ERROR_BODY_MAX
 			   : t.max > SIZE_MAX ? 0
 					      : (size_t)t.max);
 	if ((error = src_url_redact(&shown, req->url ? req->url : "")) < 0) {
@@ -666,8 +664,8 @@ int src_http_do(struct src_http *h, const struct src_http_request *req,
 				method, buf_cstr(&shown));
 		goto out;
 	}
-	if ((error = build_headers(h, req, buf_cstr(&shown), &headers,
-				   err)) < 0)
+	if ((error = build_headers(h, req, buf_cstr(&shown), &headers, err)) <
+	    0)
 		goto out;
 	if (req->to_file &&
 	    (t.fd = open(req->to_file, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC,
@@ -721,8 +719,8 @@ int src_http_do(struct src_http *h, const struct src_http_request *req,
 			error = err_set(err, ERR_LIMIT,
 					"%s %s: more than %d redirects "
 					"(the last to %s)",
-					method, buf_cstr(&shown),
-					MAX_REDIRECTS, buf_cstr(&target));
+					method, buf_cstr(&shown), MAX_REDIRECTS,
+					buf_cstr(&target));
 			goto out;
 		}
 		buf_reset(&url);

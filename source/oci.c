@@ -29,18 +29,19 @@
 
 #include "util/banned.h" /* last */
 
-#define MT_OCI_MANIFEST	   "application/vnd.oci.image.manifest.v1+json"
-#define MT_OCI_INDEX	   "application/vnd.oci.image.index.v1+json"
-#define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
-#define MT_DOCKER_LIST                                                 \
+#define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define MT_OCI_INDEX	"application/vnd.oci.image.index.v1+json"
+#define MT_DOCKER_MANIFEST \
+	"application/vnd.docker.distribution.manifest.v2+json"
+#define MT_DOCKER_LIST \
 	"application/vnd.docker.distribution.manifest.list.v2+json"
 
-#define TOKEN_MAX_BYTES	   (64u << 10)
+#define TOKEN_MAX_BYTES	    (64u << 10)
 #define TAGS_PAGE_MAX_BYTES (4u << 20)
-#define TAGS_PAGE_SIZE	   1000
-#define EXCERPT_MAX	   200
-#define TAG_MAX		   128
-#define NAME_TOTAL_MAX	   255
+#define TAGS_PAGE_SIZE	    1000
+#define EXCERPT_MAX	    200
+#define TAG_MAX		    128
+#define NAME_TOTAL_MAX	    255
 
 struct src_oci {
 	struct src_http *http;
@@ -117,8 +118,8 @@ static bool valid_name(const char *name)
 
 	for (;;) {
 		slash = strchr(p, '/');
-		if (!valid_component(p, slash ? (size_t)(slash - p)
-					      : strlen(p)))
+		if (!valid_component(p,
+				     slash ? (size_t)(slash - p) : strlen(p)))
 			return false;
 		if (!slash)
 			return true;
@@ -163,8 +164,7 @@ static bool valid_host(const char *h, size_t n, const char **why)
 	return port >= 1 && port <= 65535;
 }
 
-int src_oci_parse_ref(struct src_oci_ref *out, const char *ref,
-		      struct err *err)
+int src_oci_parse_ref(struct src_oci_ref *out, const char *ref, struct err *err)
 {
 	struct buf shown = BUF_INIT;
 	const char *auth, *auth_end, *name, *last, *why, *p;
@@ -203,8 +203,7 @@ int src_oci_parse_ref(struct src_oci_ref *out, const char *ref,
 				buf_cstr(&shown));
 		goto out;
 	}
-	if (!valid_host(auth, host_len, &why) ||
-	    host_len >= SRC_OCI_HOST_MAX) {
+	if (!valid_host(auth, host_len, &why) || host_len >= SRC_OCI_HOST_MAX) {
 		error = err_set(err, ERR_INVALID, "%s: %s", buf_cstr(&shown),
 				why);
 		goto out;
@@ -604,8 +603,8 @@ int src_oci_open(struct src_oci **out, const char *ref,
 	c->static_bearer = o->token && !o->username;
 	if ((error = src_http_new(&c->http, o, err)) < 0)
 		goto out;
-	if (buf_addf(&b, "%s://%s", o->plain_http ? "http" : "https",
-		     r.host) < 0 ||
+	if (buf_addf(&b, "%s://%s", o->plain_http ? "http" : "https", r.host) <
+		    0 ||
 	    !(c->origin = buf_detach(&b, NULL)) ||
 	    buf_addf(&b, "%s/v2/%s", c->origin, r.name) < 0 ||
 	    !(c->base = buf_detach(&b, NULL)) ||
@@ -704,8 +703,8 @@ static int fetch_token(struct src_oci *c, const struct src_oci_challenge *ch,
 	if (buf_adds(&url, ch->realm) < 0)
 		goto oom;
 	if (ch->service &&
-	    (buf_adds(&url, strchr(ch->realm, '?') ? "&service=" : "?service=") <
-		     0 ||
+	    (buf_adds(&url,
+		      strchr(ch->realm, '?') ? "&service=" : "?service=") < 0 ||
 	     add_encoded(&url, ch->service) < 0))
 		goto oom;
 	if (buf_adds(&url, strchr(url.ptr, '?') ? "&scope=" : "?scope=") < 0)
@@ -981,8 +980,7 @@ static int ref_what(struct src_oci *c, const char *ref, bool *is_digest,
 			       "'.', '-', at most %d, not starting with '.' "
 			       "or '-')",
 			       c->name, TAG_MAX);
-	if (buf_addf(what, "%s%c%s", c->name, *is_digest ? '@' : ':', ref) <
-	    0)
+	if (buf_addf(what, "%s%c%s", c->name, *is_digest ? '@' : ':', ref) < 0)
 		return err_set(err, ERR_NOMEM, "out of memory");
 	return 0;
 }
@@ -1060,8 +1058,8 @@ static bool is_index_type(const char *t)
 	return t && (!strcmp(t, MT_OCI_INDEX) || !strcmp(t, MT_DOCKER_LIST));
 }
 
-int src_oci_manifest(struct src_oci *c, const char *digest,
-		     json_t **manifest, struct err *err)
+int src_oci_manifest(struct src_oci *c, const char *digest, json_t **manifest,
+		     struct err *err)
 {
 	struct src_http_response r = SRC_HTTP_RESPONSE_INIT;
 	struct buf what = BUF_INIT, url = BUF_INIT, ctype = BUF_INIT;
@@ -1076,7 +1074,8 @@ int src_oci_manifest(struct src_oci *c, const char *digest,
 		goto out;
 	if (!is_digest) {
 		error = err_set(err, ERR_INVALID,
-				"%s: a manifest is fetched by digest", what.ptr);
+				"%s: a manifest is fetched by digest",
+				what.ptr);
 		goto out;
 	}
 	if (buf_addf(&url, "%s/manifests/%s", c->base, digest) < 0)

@@ -6,6 +6,10 @@
 #include <criterion/criterion.h>
 
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "source/internal.h"
 
@@ -15,7 +19,7 @@ struct ref_case {
 	const char *ref;
 	const char *host; /* NULL: refused */
 	const char *name;
-	const char *msg;  /* part of the message when refused */
+	const char *msg; /* part of the message when refused */
 };
 
 static const struct ref_case ref_cases[] = {
@@ -67,8 +71,8 @@ Test(oci_ref, references_are_split_or_refused_with_the_rule_they_break)
 			cr_expect_str_eq(r.name, c->name, "%s", c->ref);
 		} else {
 			cr_expect_eq(rc, ERR_INVALID, "%s: %d", c->ref, rc);
-			cr_expect(strstr(err_msg(&e), c->msg),
-				  "%s: message %s", c->ref, err_msg(&e));
+			cr_expect(strstr(err_msg(&e), c->msg), "%s: message %s",
+				  c->ref, err_msg(&e));
 		}
 		err_release(&e);
 	}
@@ -83,8 +87,7 @@ Test(oci_ref, a_password_in_the_reference_never_reaches_the_message)
 		     ERR_INVALID);
 	cr_expect_null(strstr(err_msg(&e), "hunter2"), "%s", err_msg(&e));
 	cr_expect_null(strstr(err_msg(&e), "u:"), "%s", err_msg(&e));
-	cr_expect(strstr(err_msg(&e), "oci://r.example/a"), "%s",
-		  err_msg(&e));
+	cr_expect(strstr(err_msg(&e), "oci://r.example/a"), "%s", err_msg(&e));
 	err_release(&e);
 }
 
@@ -159,9 +162,9 @@ Test(oci_challenge, bearer_wins_over_basic_in_one_header)
 	cr_expect_str_eq(ch.service, "s");
 	src_oci_challenge_release(&ch);
 
-	cr_assert_eq(src_oci_parse_challenge(&ch, "Basic realm=\"Registry\"",
-					     NULL),
-		     0);
+	cr_assert_eq(
+		src_oci_parse_challenge(&ch, "Basic realm=\"Registry\"", NULL),
+		0);
 	cr_expect_eq(ch.scheme, SRC_OCI_AUTH_BASIC);
 	cr_expect_str_eq(ch.realm, "Registry");
 	src_oci_challenge_release(&ch);
@@ -272,9 +275,9 @@ Test(oci_link, the_next_link_is_found_among_others)
 
 Test(oci_excerpt, the_first_message_is_kept_short_and_on_one_line)
 {
-	static const char body[] =
-		"{\"errors\":[{\"code\":\"DENIED\",\"message\":\"no\\nway\\u0007"
-		"\"},{\"message\":\"second\"}]}";
+	static const char body[] = "{\"errors\":[{\"code\":\"DENIED\","
+				   "\"message\":\"no\\nway\\u0007"
+				   "\"},{\"message\":\"second\"}]}";
 	struct buf out = BUF_INIT;
 	char big[1000];
 	size_t n;
@@ -376,8 +379,7 @@ Test(url, relative_links_resolve_against_the_page)
 	cr_assert_eq(src_url_resolve(&out, "https://r/v2/a/tags/list?n=2",
 				     "/v2/a/tags/list?n=2&last=b", NULL),
 		     0);
-	cr_expect_str_eq(buf_cstr(&out),
-			 "https://r/v2/a/tags/list?n=2&last=b");
+	cr_expect_str_eq(buf_cstr(&out), "https://r/v2/a/tags/list?n=2&last=b");
 	buf_reset(&out);
 	cr_assert_eq(src_url_resolve(&out, "https://r/v2/a/tags/list",
 				     "https://s/x", NULL),
@@ -441,4 +443,42 @@ Test(http, credentials_with_line_breaks_are_refused)
 	cr_expect_null(h);
 	cr_expect_null(strstr(err_msg(&e), "abc"), "%s", err_msg(&e));
 	err_release(&e);
+}
+
+Test(http, a_server_that_never_answers_times_out_naming_the_url)
+{
+	struct sockaddr_in sa = {0};
+	socklen_t len = sizeof(sa);
+	struct src_http_options o = {0};
+	struct src_http_request req = {0};
+	struct src_http_response r = SRC_HTTP_RESPONSE_INIT;
+	struct src_http *h;
+	struct err e = ERR_INIT;
+	char url[128], want[160];
+	int fd;
+
+	/* Connections complete in the listen backlog; nothing answers. */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(fd >= 0);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 4), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v2/x?tok=1",
+		 ntohs(sa.sin_port));
+	o.plain_http = true;
+	o.timeout_ms = 300;
+	cr_assert_eq(src_http_new(&h, &o, NULL), 0);
+	req.url = url;
+	cr_expect_eq(src_http_do(h, &req, &r, &e), ERR_TIMEOUT);
+	snprintf(want, sizeof(want),
+		 "GET http://127.0.0.1:%d/v2/x: timed out after 300 ms",
+		 ntohs(sa.sin_port));
+	cr_expect_str_eq(err_first(&e), want);
+	cr_expect_eq(src_http_requests(h), 1);
+	src_http_response_release(&r);
+	src_http_free(h);
+	err_release(&e);
+	close(fd);
 }

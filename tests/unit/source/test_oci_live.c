@@ -25,9 +25,9 @@
 #include "source/internal.h"
 #include "util/sha256.h"
 
-#define SCRIPT	       "tests/helpers/fake_registry.py"
+#define SCRIPT		 "tests/helpers/fake_registry.py"
 #define START_TIMEOUT_MS 15000
-#define REPO	       "charts/podinfo"
+#define REPO		 "charts/podinfo"
 
 extern char **environ;
 
@@ -119,6 +119,10 @@ static void start(const char *const *flags)
 
 	if (!have_python())
 		cr_skip_test("python3 is not installed: no fake registry");
+	/* Loopback requests must not go through a proxy of the caller's. */
+	unsetenv("http_proxy");
+	unsetenv("all_proxy");
+	unsetenv("ALL_PROXY");
 	snprintf(root, sizeof(root), "/tmp/syncd-oci-test-XXXXXX");
 	cr_assert_not_null(mkdtemp(root));
 	snprintf(data, sizeof(data), "%s/data", root);
@@ -223,14 +227,15 @@ static void put_image(const char *tag, const char *layer,
 	digest_of("{}", 2, cd);
 	put("blobs", ld, layer, strlen(layer));
 	put("blobs", cd, "{}", 2);
-	n = snprintf(body, sizeof(body),
-		     "{\"schemaVersion\":2,\"mediaType\":\"application/vnd."
-		     "oci.image.manifest.v1+json\",\"config\":{\"mediaType\":"
-		     "\"application/vnd.cncf.helm.config.v1+json\",\"digest\":"
-		     "\"%s\",\"size\":2},\"layers\":[{\"mediaType\":\"application/"
-		     "vnd.cncf.helm.chart.content.v1.tar+gzip\",\"digest\":\"%s\","
-		     "\"size\":%zu}]}",
-		     cd, ld, strlen(layer));
+	n = snprintf(
+		body, sizeof(body),
+		"{\"schemaVersion\":2,\"mediaType\":\"application/vnd."
+		"oci.image.manifest.v1+json\",\"config\":{\"mediaType\":"
+		"\"application/vnd.cncf.helm.config.v1+json\",\"digest\":"
+		"\"%s\",\"size\":2},\"layers\":[{\"mediaType\":\"application/"
+		"vnd.cncf.helm.chart.content.v1.tar+gzip\",\"digest\":\"%s\","
+		"\"size\":%zu}]}",
+		cd, ld, strlen(layer));
 	put("manifests", tag, body, (size_t)n);
 	digest_of(body, (size_t)n, md);
 	if (manifest_digest)
@@ -436,9 +441,9 @@ Test(oci_live, a_manifest_that_does_not_match_its_digest_is_refused)
 
 Test(oci_live, an_image_index_is_refused)
 {
-	static const char index[] =
-		"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image."
-		"index.v1+json\",\"manifests\":[]}";
+	static const char index[] = "{\"schemaVersion\":2,\"mediaType\":"
+				    "\"application/vnd.oci.image."
+				    "index.v1+json\",\"manifests\":[]}";
 	char md[SRC_DIGEST_MAX];
 	struct src_oci *c;
 	json_t *m = NULL;
@@ -609,8 +614,8 @@ Test(oci_live, a_redirect_on_the_same_host_is_followed)
 
 Test(oci_live, tags_are_read_across_pages)
 {
-	static const char *const want[] = {"0.1.0", "0.2.0", "1.0.0",
-					   "1.1.0", "2.0.0"};
+	static const char *const want[] = {"0.1.0", "0.2.0", "1.0.0", "1.1.0",
+					   "2.0.0"};
 	struct strvec tags = STRVEC_INIT;
 	struct src_oci *c;
 	struct err e = ERR_INIT;
