@@ -475,6 +475,7 @@ enum app_list {
 	APP_LIST_PLUGIN_ARGS,	    /* render.exec.args */
 	APP_LIST_PLUGIN_ENV,	    /* render.exec.env, "NAME=VALUE" */
 	APP_LIST_HELM_VALUES_FILES, /* render.helm.values_files */
+	APP_LIST_REDIRECT_HOSTS,    /* source.redirect_hosts */
 	APP_LIST_COUNT,
 };
 

@@ -58,6 +58,7 @@ static void bind(struct app_spec *s)
 	r->jsonnet.jpath = l[APP_LIST_JSONNET_JPATH];
 	r->exec.args = l[APP_LIST_PLUGIN_ARGS];
 	r->exec.env = l[APP_LIST_PLUGIN_ENV];
+	s->source.redirect_hosts = l[APP_LIST_REDIRECT_HOSTS];
 	r->kustomize.timeout_ms = s->render_timeout_ms;
 	r->helm.timeout_ms = s->render_timeout_ms;
 	r->exec.timeout_ms = s->render_timeout_ms;

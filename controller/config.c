@@ -650,6 +650,7 @@ static const char *const source_keys[] = {
 	"revision",
 	"digest",
 	"plainHTTP",
+	"redirectHosts",
 	"path",
 	"interval",
 	"username",
@@ -709,7 +710,8 @@ static void source_type_of(struct walk *w, const json_t *obj,
 		pop(w, m);
 	}
 	if (g->type == SOURCE_GIT) {
-		static const char *const k[] = {"digest", "plainHTTP", NULL};
+		static const char *const k[] = {"digest", "plainHTTP",
+						"redirectHosts", NULL};
 
 		refuse_keys(w, obj, k, "applies to helm and oci sources only");
 	}
@@ -785,6 +787,7 @@ static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 	spec_str(w, a, obj, "chart", &g->chart);
 	spec_str(w, a, obj, "digest", &g->digest);
 	get_bool(w, obj, "plainHTTP", &g->plain_http);
+	spec_list(w, a, obj, "redirectHosts", APP_LIST_REDIRECT_HOSTS);
 	if (g->digest && (strncmp(g->digest, "sha256:", 7) ||
 			  strlen(g->digest) != 71 ||
 			  strspn(g->digest + 7, "0123456789abcdef") != 64)) {

@@ -63,6 +63,7 @@ struct src_artifact {
 	char *pin;	 /* digest pin "sha256:HEX", or NULL */
 	char *subpath;
 	struct src_http_options http;
+	struct strvec redirect_hosts; /* the options' copy */
 	char *username, *password, *token, *ca_file;
 	struct src_http *h;   /* chart repository */
 	struct src_oci *reg;  /* registry */
@@ -1358,6 +1359,10 @@ int src_artifact_open(struct src_artifact **out,
 	s->http.token = s->token;
 	s->http.ca_file = s->ca_file;
 	s->http.timeout_ms = o->fetch_timeout_ms;
+	for (const char *const *rh = o->redirect_hosts; rh && *rh; rh++)
+		if (strvec_push(&s->redirect_hosts, *rh) < 0)
+			goto nomem;
+	s->http.redirect_hosts = (const char *const *)s->redirect_hosts.v;
 	s->max_download = o->max_repo_bytes ? o->max_repo_bytes
 					    : SOURCE_DEFAULT_MAX_ARTIFACT_BYTES;
 	s->max_file = o->max_blob_bytes ? o->max_blob_bytes
@@ -1448,5 +1453,6 @@ void src_artifact_free(struct src_artifact *s)
 	free(s->cache);
 	free(s->state_path);
 	free(s->etag);
+	strvec_release(&s->redirect_hosts);
 	free(s);
 }

@@ -43,6 +43,7 @@ struct src_http {
 	char *ca_file;
 	char *user_agent;
 	bool plain_http;
+	struct strvec redirect_hosts;
 	long timeout_ms;
 	unsigned long requests;
 };
@@ -115,6 +116,9 @@ int src_http_new(struct src_http **out, const struct src_http_options *o,
 	    dup_opt(&h->user_agent,
 		    o->user_agent ? o->user_agent : "syncd/" SYNCD_VERSION) < 0)
 		goto oom;
+	for (const char *const *rh = o->redirect_hosts; rh && *rh; rh++)
+		if (strvec_push(&h->redirect_hosts, *rh) < 0)
+			goto oom;
 	if (!(h->curl = curl_easy_init())) {
 		error = err_set(err, ERR_GENERIC,
 				"libcurl: cannot make a handle");
@@ -141,6 +145,7 @@ void src_http_free(struct src_http *h)
 	file_secret_free(h->token);
 	free(h->ca_file);
 	free(h->user_agent);
+	strvec_release(&h->redirect_hosts);
 	free(h);
 }
 
@@ -225,6 +230,27 @@ static bool origin(const char *url, char **scheme, char **host, char **port)
 	     curl_url_get(u, CURLUPART_PORT, port, CURLU_DEFAULT_PORT) ==
 		     CURLUE_OK;
 	curl_url_cleanup(u);
+	return ok;
+}
+
+/* Is url's host one of the hosts a redirect may lead to? */
+static bool redirect_allowed(const struct src_http *h, const char *url)
+{
+	char *s = NULL, *host = NULL, *port = NULL;
+	bool ok = false;
+
+	if (h->redirect_hosts.len && origin(url, &s, &host, &port))
+		for (size_t i = 0; i < h->redirect_hosts.len && !ok; i++) {
+			const char *e = h->redirect_hosts.v[i];
+			size_t n = strlen(host);
+
+			ok = !strcasecmp(e, host) ||
+			     (!strncasecmp(e, host, n) && e[n] == ':' &&
+			      !strcmp(e + n + 1, port));
+		}
+	curl_free(s);
+	curl_free(host);
+	curl_free(port);
 	return ok;
 }
 
@@ -708,12 +734,24 @@ int src_http_do(struct src_http *h, const struct src_http_request *req,
 			goto out;
 		}
 		if (!src_url_same_origin(url.ptr, loc)) {
-			error = err_set(err, ERR_INVALID,
-					"%s %s: redirected to another host "
-					"(%s); refused",
-					method, buf_cstr(&shown),
-					buf_cstr(&target));
-			goto out;
+			struct src_http_request bare = *req;
+
+			if (!redirect_allowed(h, loc)) {
+				error = err_set(err, ERR_INVALID,
+						"%s %s: redirected to another "
+						"host (%s); refused",
+						method, buf_cstr(&shown),
+						buf_cstr(&target));
+				goto out;
+			}
+			/* Another host gets no credentials. */
+			bare.authorization = NULL;
+			bare.no_auth = true;
+			wipe_headers(headers);
+			headers = NULL;
+			if ((error = build_headers(h, &bare, buf_cstr(&shown),
+						   &headers, err)) < 0)
+				goto out;
 		}
 		if (hops == MAX_REDIRECTS) {
 			error = err_set(err, ERR_LIMIT,

@@ -156,6 +156,12 @@ struct src_http_options {
 	unsigned timeout_ms;  /* one request, connect to last byte; 0:
 				 default */
 	const char *user_agent; /* NULL: "syncd/VERSION" */
+	/*
+	 * Hosts ("HOST", or "HOST:PORT") a redirect may lead to besides the
+	 * request's own origin (a registry's CDN): followed without any
+	 * credentials. NULL-ended; NULL: none.
+	 */
+	const char *const *redirect_hosts;
 };
 
 /*

@@ -159,6 +159,10 @@ struct source_options {
 				      NULL: any */
 	bool plain_http;           /* helm, oci: http:// allowed, and
 				      oci:// spoken over http */
+	const char *const *redirect_hosts; /* helm, oci: hosts a redirect
+				      may lead to besides the source's own
+				      (followed without credentials);
+				      NULL-ended, may be NULL */
 	const char *subpath;       /* NULL or "": the whole tree */
 	const char *cache_dir;     /* NULL: $XDG_CACHE_HOME/syncd, else
 				      $HOME/.cache/syncd */

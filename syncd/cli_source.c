@@ -38,6 +38,7 @@ enum {
 	OPT_DIGEST,
 	OPT_PLAIN_HTTP,
 	OPT_SOURCE_TYPE,
+	OPT_REDIRECT_HOST,
 };
 
 const struct option cli_source_longopts[] = {
@@ -65,6 +66,7 @@ const struct option cli_source_longopts[] = {
 	{"digest", required_argument, NULL, OPT_DIGEST},
 	{"plain-http", no_argument, NULL, OPT_PLAIN_HTTP},
 	{"source-type", required_argument, NULL, OPT_SOURCE_TYPE},
+	{"redirect-host", required_argument, NULL, OPT_REDIRECT_HOST},
 	{NULL, 0, NULL, 0},
 };
 
@@ -85,6 +87,9 @@ const char cli_source_usage[] =
 	"      --digest sha256:HEX    refuse a chart or artifact of another\n"
 	"                             digest\n"
 	"      --plain-http           oci:// over http (a local registry)\n"
+	"      --redirect-host HOST   a host a chart repository or registry\n"
+	"                             may redirect to (its CDN), followed\n"
+	"                             without credentials (repeatable)\n"
 	"      --source-type TYPE     git, helm or oci (default: helm with\n"
 	"                             --chart, oci for oci://, else git)\n"
 	"      --path SUBDIR          the app's directory in the repository\n"
@@ -222,6 +227,13 @@ int cli_source_option(struct cli_source *s, int val, const char *arg,
 	case OPT_PLAIN_HTTP:
 		g->plain_http = true;
 		return 1;
+	case OPT_REDIRECT_HOST:
+		if (!*arg)
+			return err_set(err, ERR_USAGE,
+				       "--redirect-host: empty value");
+		if (app_spec_add(s->spec, APP_LIST_REDIRECT_HOSTS, arg) < 0)
+			return err_set(err, ERR_NOMEM, "out of memory");
+		return 1;
 	case OPT_SOURCE_TYPE:
 		for (int t = 0; source_type_names[t]; t++)
 			if (!strcmp(arg, source_type_names[t])) {
@@ -267,6 +279,8 @@ static const char *git_option_given(const struct cli_source *s)
 		return "--digest";
 	if (g->plain_http)
 		return "--plain-http";
+	if (g->redirect_hosts && *g->redirect_hosts)
+		return "--redirect-host";
 	return NULL;
 }
 

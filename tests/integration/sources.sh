@@ -9,7 +9,8 @@
 #  - a chart repository that redirects to another host;
 #  - a chart archive whose digest differs from index.yaml's;
 #  - a registry layer that claims 1 GiB, and one whose body never ends;
-#  - a registry that redirects blob downloads to another host.
+#  - a registry that redirects blob downloads to another host; the same
+#    with that host allowed (--redirect-host): followed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../helpers/chartrepo.sh"
 
@@ -153,6 +154,29 @@ if chartrepo_start "$tmp/elsewhere" --redirect-to "http://localhost:9/"; then
 else
 	not_ok "the redirecting server starts"
 fi
+# The other host allowed (--redirect-host): followed, without credentials.
+if chartrepo_start "$tmp/repo"; then
+	cdn_port=$CHARTREPO_PORT cdn_log=$CHARTREPO_LOG
+	if chartrepo_start "$tmp/elsewhere" --redirect-to "http://localhost:$cdn_port"; then
+		printf 's3cret\n' >"$tmp/repo-password"
+		render --repo "$CHARTREPO_URL" --chart evil --username syncd \
+			--password-file "$tmp/repo-password" --redirect-host localhost \
+			--helm-bin /nonexistent/helm
+		expect_match 'nonexistent/helm' "$errout" \
+			"--redirect-host localhost: index and chart fetched from the other host (then the render)"
+		expect_eq "$(chartrepo_count '^GET /(index\.yaml|evil-1\.0\.0\.tgz) 200$' "$cdn_log")" 2 \
+			"the other host served index.yaml and the archive, with no credentials"
+		expect_eq "$(chartrepo_count ' auth$' "$cdn_log")" 0 \
+			"no Authorization header reached the other host"
+		expect_eq "$(chartrepo_count '^GET .* auth$')" 2 \
+			"the repository's own host got them"
+	else
+		not_ok "the redirecting server starts"
+	fi
+	chartrepo_stop
+else
+	not_ok "the redirect's target starts"
+fi
 
 # === registries =============================================================
 # fake NAME ARGS...: a fake registry; its port in $fake_port.
@@ -211,5 +235,22 @@ if fake plain; then
 	render --repo "oci://127.0.0.1:$fake_port/team/site" --revision v1 --plain-http
 	expect_rc 0 "the same artifact from a registry that serves its blobs renders"
 	expect_match 'site' "$out" "its titled file is the manifest rendered"
+	# A registry whose blobs live on another host (its "CDN": the plain
+	# one, named localhost), allowed by name.
+	cdn=$fake_port
+	if fake cdn --redirect-blobs "http://localhost:$cdn" --basic "syncd:s3cret"; then
+		printf 's3cret\n' >"$tmp/registry-password"
+		rm -rf "$tmp/cache"
+		render --repo "oci://127.0.0.1:$fake_port/team/site" --revision v1 --plain-http \
+			--username syncd --password-file "$tmp/registry-password" \
+			--redirect-host localhost
+		expect_rc 0 "--redirect-host localhost: the blob is fetched from the other host"
+		expect_match 'site' "$out" "and rendered"
+		stats=$(curl -sf "http://127.0.0.1:$cdn/_stats")
+		expect_eq "$(jq -r '."GET blob-redirected" // 0' <<<"$stats")" 1 \
+			"the other host served the blob once"
+	else
+		not_ok "the fake registry with a CDN starts"
+	fi
 fi
 finish
