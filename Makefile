@@ -8,8 +8,9 @@
 #   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind   the tests under valgrind memcheck (syncd runs included)
 #   make deps       install the Debian packages (as root), else print the command
-#   make k8s        build the real control plane, kubectl, kwok, kustomize
-#                   and helm from their Go modules (tests/k8s) into build/k8s
+#   make k8s        build the real control plane, kubectl, kwok, kustomize,
+#                   helm, the registry, oras, sops and age from their Go
+#                   modules (tests/k8s) into build/k8s
 #   make cluster    start the real control plane on loopback until Ctrl-C
 #   make bench      run the benchmarks in bench/ (compares with peers)
 #   make demo       syncd run keeping examples/guestbook converged on kube-emu,
@@ -37,9 +38,11 @@ PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 	jansson:libjansson-dev criterion:libcriterion-dev \
 	libmicrohttpd:libmicrohttpd-dev zlib:zlib1g-dev
 # Build: the libraries above and libjsonnet (no pkg-config module). Tests:
-# curl, jq, openssl (kube-emu --tls), and the real Git servers and signers
-# of tests/integration/git.sh (lighttpd + git http-backend, sshd, gpg).
+# curl, jq, openssl (kube-emu --tls), the real Git servers and signers
+# of tests/integration/git.sh (lighttpd + git http-backend, sshd, gpg),
+# and python3 (the chart repository and fake registry of the source tests).
 DEB_PACKAGES := build-essential pkg-config valgrind git time openssl curl jq \
+	python3 \
 	libjsonnet-dev lighttpd lighttpd-mod-openssl openssh-server \
 	openssh-client gnupg gpgv \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
