@@ -394,11 +394,13 @@ expect_eq "$(team)" "yes yes yes yes yes yes yes yes no no no " \
 	"namespaced Role: the same in its namespace; no App and no impersonation elsewhere, no write of an App"
 
 # === 6. server-side dry runs ===============================================
-if kc apply --dry-run=server -n "$NS" -f "$EXAMPLE" >"$tmp/dry.out" 2>&1; then
-	ok "kubectl apply --dry-run=server -f $EXAMPLE"
-else
-	not_ok "kubectl apply --dry-run=server -f $EXAMPLE: $(cat "$tmp/dry.out")"
-fi
+for ex in "$EXAMPLE" examples/apps/podinfo-chart.yaml; do
+	if kc apply --dry-run=server -n "$NS" -f "$ex" >"$tmp/dry.out" 2>&1; then
+		ok "kubectl apply --dry-run=server -f $ex"
+	else
+		not_ok "kubectl apply --dry-run=server -f $ex: $(cat "$tmp/dry.out")"
+	fi
+done
 # The kustomizations as a whole. Their namespaces (syncd, team-a) are
 # not there (and belong to other scripts): a dry run cannot create a
 # Namespace and then objects in it, so an overlay moves them into NS.

@@ -260,7 +260,7 @@ Test(config, example_loads)
 {
 	struct config *c = load_ok("examples/syncd.yaml");
 
-	cr_assert_eq(c->napps, 2);
+	cr_assert_eq(c->napps, 5);
 	cr_assert_str_eq(c->apps[0].name, "web");
 	cr_assert_eq(c->apps[0].render.kind, RENDER_DIRECTORY);
 	cr_assert_str_eq(c->apps[1].name, "monitoring");
@@ -268,6 +268,14 @@ Test(config, example_loads)
 	cr_assert_eq(c->apps[1].substitute, RENDER_SUBST_OFF);
 	cr_assert_str_eq(c->apps[1].source.auth.ssh_key_file,
 			 "examples/secrets/deploy-key");
+	cr_assert_eq(c->apps[2].source.type, SOURCE_HELM);
+	cr_assert_str_eq(c->apps[2].source.chart, "podinfo");
+	cr_assert_not_null(c->apps[2].render.helm.values_inline);
+	cr_assert_eq(c->apps[3].source.type, SOURCE_HELM);
+	cr_assert_str_eq(c->apps[3].source.redirect_hosts[0],
+			 "pkg-containers.githubusercontent.com");
+	cr_assert_eq(c->apps[4].source.type, SOURCE_OCI);
+	cr_assert_str_eq(c->apps[4].source.subpath, "production");
 	config_free(c);
 }
 
