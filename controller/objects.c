@@ -947,6 +947,11 @@ int ctl_objects_credentials(struct controller *c, struct ctl_app *a,
 
 		if (!(v = json_string_value(json_object_get(data, key))))
 			continue;
+		/* SSH keys mean nothing to a chart repository or registry. */
+		if (o->type != SOURCE_GIT && (fields[i] == &o->auth.ssh_key_file ||
+					      fields[i] ==
+						      &o->auth.known_hosts_file))
+			continue;
 		buf_reset(&value);
 		if (base64_decode(&value, v, strlen(v), 0) < 0) {
 			error = err_set(err, ERR_INVALID,

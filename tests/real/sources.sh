@@ -8,10 +8,12 @@
 #  1. one-shot: `syncd sync --repo URL --chart NAME --revision '^1.0'`
 #     applies the newest 1.x of a chart repository, and reports the
 #     revision VERSION@sha256:DIGEST;
-#  2. syncd run with three apps (a chart from the chart repository, the
+#  2. syncd run with four apps (a chart from the chart repository, the
 #     same chart from the registry, an OCI artifact of plain manifests
-#     pushed with oras) converges; the status names each revision; helm
-#     renders with the cluster's version and the app's valuesObject;
+#     pushed with oras, and an App object naming the registry's chart
+#     with its credentials and CA in a Secret) converges; the status
+#     names each revision; helm renders with the cluster's version and
+#     the app's valuesObject;
 #  3. steady state: an unchanged chart repository costs one conditional
 #     request per poll (304) and no download; an unchanged registry one
 #     HEAD of the manifest and no blob (counted on the servers);
@@ -36,13 +38,17 @@ NS_ONE=src-one
 NS_REPO=src-repo
 NS_OCI=src-oci
 NS_ART=src-art
-ALL_NS=("$NS_ONE" "$NS_REPO" "$NS_OCI" "$NS_ART")
+NS_APP=src-app
+ALL_NS=("$NS_ONE" "$NS_REPO" "$NS_OCI" "$NS_ART" "$NS_APP")
 cleanup() {
 	chartrepo_stop
 	registry_stop
 	if [ -n "${K8S_DIR:-}" ]; then
 		kc delete namespace "${ALL_NS[@]}" --wait=false \
 			--ignore-not-found >/dev/null 2>&1
+		# Gone before the next script (app-crd.sh applies it again).
+		kc delete crd apps.syncd.io --ignore-not-found --timeout=60s \
+			>/dev/null 2>&1
 	fi
 	real_cleanup
 }
@@ -128,13 +134,41 @@ expect_match 'commit=1\.1\.0@sha256:[0-9a-f]{64} ' "$errout" \
 expect_match 'fetched=false' "$errout" \
 	"the second command downloads nothing (the chart is in the cache)"
 
-# === 2. syncd run: three apps ==============================================
+# === 2. syncd run: four apps ===============================================
+if kc apply -f examples/deploy/app-crd.yaml >/dev/null &&
+	kc wait --for=condition=Established crd/apps.syncd.io --timeout=30s >/dev/null; then
+	ok "the App CRD is established"
+else
+	not_ok "the App CRD is established"
+fi
+kc -n "$NS_APP" create secret generic registry \
+	--from-literal=username="$REGISTRY_USER" \
+	--from-file=password="$REGISTRY_PASSWORD_FILE" \
+	--from-file=ca.crt="$REGISTRY_CA" >/dev/null
+cat <<EOF | kc -n "$NS_APP" apply -f - >/dev/null
+apiVersion: syncd.io/v1alpha1
+kind: App
+metadata:
+  name: charted
+spec:
+  source:
+    repo: oci://$REGISTRY_HOST/charts
+    chart: mychart
+    revision: "^1.0"
+    interval: 1s
+    secretRef: {name: registry}
+  render:
+    helm:
+      valuesObject: {color: red}
+EOF
 cat >"$tmp/run.yaml" <<EOF
 resync: 2s
 workers: 2
 kubeconfig: $K8S_SYNCD_KUBECONFIG
 cacheDir: $tmp/cache
 listen: 127.0.0.1:0
+appObjects:
+  namespaces: [$NS_APP]
 apps:
   - name: repo
     namespace: $NS_REPO
@@ -177,14 +211,19 @@ versions() {
 }
 converged() {
 	[ "$(versions)" = "1.1.0 1.1.0" ] &&
-		[ "$(get "$NS_ART" configmap/artifact '{.data.generation}')" = one ]
+		[ "$(get "$NS_ART" configmap/artifact '{.data.generation}')" = one ] &&
+		[ "$(get "$NS_APP" configmap/charted-settings '{.data.color}')" = red ]
 }
 if wait_for 60 converged; then
-	ok "syncd run: the chart repository, the registry's chart and the artifact converge"
+	ok "syncd run: the chart repository, the registry's chart, the artifact and the App converge"
 else
-	not_ok "syncd run: the chart repository, the registry's chart and the artifact converge ($(versions))"
+	not_ok "syncd run: the chart repository, the registry's chart, the artifact and the App converge ($(versions))"
 	show_log
 fi
+case $(get "$NS_APP" app/charted '{.status.lastAppliedRevision}') in
+1.1.0@sha256:*) ok "the App's status: lastAppliedRevision 1.1.0@sha256:..." ;;
+*) not_ok "the App's status: lastAppliedRevision 1.1.0@sha256:... (got '$(get "$NS_APP" app/charted '{.status.lastAppliedRevision}')')" ;;
+esac
 expect_eq "$(get "$NS_OCI" configmap/oci-settings '{.data.color}')" green \
 	"render.helm.valuesObject reaches helm template"
 server_version=$(kc version -o json | jq -r .serverVersion.gitVersion)
