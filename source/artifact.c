@@ -36,9 +36,9 @@
 
 #include "util/banned.h" /* last */
 
-#define HEX 64
+#define HEX		   64
 #define MAX_INDEX_VERSIONS 100000u
-#define MAX_INDEX_EVENTS 20000000u
+#define MAX_INDEX_EVENTS   20000000u
 /* Trees other than the current ones are removed when this old. */
 #define TREE_KEEP_S 3600
 
@@ -54,19 +54,19 @@ struct entry {
 
 struct src_artifact {
 	enum source_type type;
-	bool oci;	 /* an OCI registry (oci sources, oci:// charts) */
-	char *url;	 /* as given, no user information */
-	char *display;	 /* for messages */
+	bool oci;      /* an OCI registry (oci sources, oci:// charts) */
+	char *url;     /* as given, no user information */
+	char *display; /* for messages */
 	char *chart;
-	char *revision;	 /* the constraint, tag or digest; NULL: default */
+	char *revision; /* the constraint, tag or digest; NULL: default */
 	struct src_semver_range *range; /* when revision is a range */
-	char *pin;	 /* digest pin "sha256:HEX", or NULL */
+	char *pin;			/* digest pin "sha256:HEX", or NULL */
 	char *subpath;
 	struct src_http_options http;
 	struct strvec redirect_hosts; /* the options' copy */
 	char *username, *password, *token, *ca_file;
-	struct src_http *h;   /* chart repository */
-	struct src_oci *reg;  /* registry */
+	struct src_http *h;  /* chart repository */
+	struct src_oci *reg; /* registry */
 	uint64_t max_download, max_file;
 	char *cache, *state_path;
 	int lock_fd;
@@ -74,7 +74,7 @@ struct src_artifact {
 	char revision_now[SOURCE_REVISION_MAX];
 	char tree[SOURCE_TREE_MAX];
 	char rendered[SOURCE_TREE_MAX];
-	char *etag;	 /* of the index.yaml the last good poll read */
+	char *etag; /* of the index.yaml the last good poll read */
 	unsigned long requests;
 };
 
@@ -163,8 +163,7 @@ static void state_read(struct src_artifact *s)
 		while (b.len && (b.ptr[b.len - 1] == '\n'))
 			b.ptr[--b.len] = '\0';
 		if (b.ptr && is_hex64(b.ptr))
-			snprintf(s->rendered, sizeof(s->rendered), "%s",
-				 b.ptr);
+			snprintf(s->rendered, sizeof(s->rendered), "%s", b.ptr);
 	}
 	buf_release(&b);
 }
@@ -236,8 +235,8 @@ static char *tmp_path(const struct src_artifact *s, const char *what)
 }
 
 /* Move an unpacked directory into trees/<hex>. */
-static int tree_commit(struct src_artifact *s, const char *tmp,
-		       const char *hex, struct err *err)
+static int tree_commit(struct src_artifact *s, const char *tmp, const char *hex,
+		       struct err *err)
 {
 	char *final = tree_path(s, hex);
 	int error = 0;
@@ -257,8 +256,8 @@ static int tree_commit(struct src_artifact *s, const char *tmp,
 }
 
 /* Unpack the .tar.gz `file` as tree `hex` (nothing when it exists). */
-static int unpack_tgz(struct src_artifact *s, const char *file,
-		      const char *hex, const char *what, struct err *err)
+static int unpack_tgz(struct src_artifact *s, const char *file, const char *hex,
+		      const char *what, struct err *err)
 {
 	struct src_archive_limits lim = {
 		.max_bytes = s->max_download * 4,
@@ -338,14 +337,16 @@ static bool in_chart(const struct index_reader *r)
 static int index_push(struct index_reader *r, bool map, struct err *err)
 {
 	if (r->depth == INDEX_MAX_DEPTH)
-		return err_set(err, ERR_LIMIT, "%s: index.yaml: nested "
-			       "deeper than %d", r->s->display,
-			       INDEX_MAX_DEPTH);
+		return err_set(err, ERR_LIMIT,
+			       "%s: index.yaml: nested "
+			       "deeper than %d",
+			       r->s->display, INDEX_MAX_DEPTH);
 	r->depth++;
 	r->f[r->depth] = (struct frame){.map = map, .want_key = map};
 	if (map && r->depth == 4 && in_chart(r)) {
 		if (r->n >= MAX_INDEX_VERSIONS)
-			return err_set(err, ERR_LIMIT, "%s: index.yaml: over "
+			return err_set(err, ERR_LIMIT,
+				       "%s: index.yaml: over "
 				       "%u versions of chart %s",
 				       r->s->display, MAX_INDEX_VERSIONS,
 				       r->s->chart);
@@ -354,8 +355,7 @@ static int index_push(struct index_reader *r, bool map, struct err *err)
 			struct entry *nv = realloc(r->v, na * sizeof(*nv));
 
 			if (!nv)
-				return err_set(err, ERR_NOMEM,
-					       "out of memory");
+				return err_set(err, ERR_NOMEM, "out of memory");
 			r->v = nv;
 			r->alloc = na;
 		}
@@ -379,8 +379,7 @@ static void index_pop(struct index_reader *r)
 	value_done(r);
 }
 
-static int index_scalar(struct index_reader *r, const char *v,
-			struct err *err)
+static int index_scalar(struct index_reader *r, const char *v, struct err *err)
 {
 	struct frame *top = &r->f[r->depth];
 	struct entry *e = r->n ? &r->v[r->n - 1] : NULL;
@@ -391,8 +390,7 @@ static int index_scalar(struct index_reader *r, const char *v,
 		if (r->depth <= 4) {
 			free(top->key);
 			if (!(top->key = strdup(v)))
-				return err_set(err, ERR_NOMEM,
-					       "out of memory");
+				return err_set(err, ERR_NOMEM, "out of memory");
 		}
 		return 0;
 	}
@@ -436,16 +434,18 @@ static int read_index(struct src_artifact *s, const struct buf *body,
 			break;
 		}
 		if (++events > MAX_INDEX_EVENTS)
-			error = err_set(err, ERR_LIMIT, "%s: index.yaml: over "
-					"%u YAML events", s->display,
-					MAX_INDEX_EVENTS);
+			error = err_set(err, ERR_LIMIT,
+					"%s: index.yaml: over "
+					"%u YAML events",
+					s->display, MAX_INDEX_EVENTS);
 		else
 			switch (ev.type) {
 			case YAML_ALIAS_EVENT:
 				error = err_set(err, ERR_INVALID,
 						"%s: index.yaml: line %zu: "
 						"YAML aliases are not allowed "
-						"in an index", s->display,
+						"in an index",
+						s->display,
 						ev.start_mark.line + 1);
 				break;
 			case YAML_STREAM_END_EVENT:
@@ -454,8 +454,7 @@ static int read_index(struct src_artifact *s, const struct buf *body,
 			case YAML_MAPPING_START_EVENT:
 			case YAML_SEQUENCE_START_EVENT:
 				error = index_push(
-					&r, ev.type ==
-						    YAML_MAPPING_START_EVENT,
+					&r, ev.type == YAML_MAPPING_START_EVENT,
 					err);
 				break;
 			case YAML_MAPPING_END_EVENT:
@@ -520,7 +519,8 @@ static int check_pin(const struct src_artifact *s, const char *what,
 		     const char *hex, struct err *err)
 {
 	if (s->pin && strcmp(s->pin + 7, hex))
-		return err_set(err, ERR_INVALID, "%s: %s has digest "
+		return err_set(err, ERR_INVALID,
+			       "%s: %s has digest "
 			       "sha256:%s, not the pinned %s; refused",
 			       s->display, what, hex, s->pin);
 	return 0;
@@ -530,8 +530,7 @@ static void set_result(struct src_artifact *s, struct source_poll_result *r)
 {
 	snprintf(r->revision, sizeof(r->revision), "%s", s->revision_now);
 	snprintf(r->tree, sizeof(r->tree), "%s", s->tree);
-	snprintf(r->rendered_tree, sizeof(r->rendered_tree), "%s",
-		 s->rendered);
+	snprintf(r->rendered_tree, sizeof(r->rendered_tree), "%s", s->rendered);
 	r->changed = strcmp(s->tree, s->rendered) != 0;
 }
 
@@ -581,13 +580,15 @@ static int http_status(const struct src_artifact *s, const char *what,
 		       long status, struct err *err)
 {
 	if (status == 401 || status == 403)
-		return err_set(err, ERR_INVALID, "%s: %s: authentication "
-			       "refused (%ld)", s->display, what, status);
+		return err_set(err, ERR_INVALID,
+			       "%s: %s: authentication "
+			       "refused (%ld)",
+			       s->display, what, status);
 	if (status == 404)
 		return err_set(err, ERR_NOTFOUND, "%s: %s: not found (404)",
 			       s->display, what);
-	return err_set(err, ERR_IO, "%s: %s: HTTP status %ld", s->display,
-		       what, status);
+	return err_set(err, ERR_IO, "%s: %s: HTTP status %ld", s->display, what,
+		       status);
 }
 
 /* Download and unpack one chart archive of the index. */
@@ -601,10 +602,12 @@ static int pull_chart(struct src_artifact *s, const struct entry *e,
 	int error;
 
 	if (!e->url)
-		return err_set(err, ERR_INVALID, "%s: chart %s %s: index.yaml "
-			       "gives no URL", s->display, s->chart,
-			       e->version);
-	if (archive_url(s, e->url, &url) < 0 || !(file = tmp_path(s, "chart")) ||
+		return err_set(err, ERR_INVALID,
+			       "%s: chart %s %s: index.yaml "
+			       "gives no URL",
+			       s->display, s->chart, e->version);
+	if (archive_url(s, e->url, &url) < 0 ||
+	    !(file = tmp_path(s, "chart")) ||
 	    asprintf(&what, "chart %s-%s.tgz", s->chart, e->version) < 0) {
 		what = NULL;
 		error = err_set(err, ERR_NOMEM, "out of memory");
@@ -626,7 +629,8 @@ static int pull_chart(struct src_artifact *s, const struct entry *e,
 		goto out;
 	}
 	if (e->digest && strcmp(e->digest, resp.body_sha256)) {
-		error = err_set(err, ERR_INVALID, "%s: %s: digest sha256:%s "
+		error = err_set(err, ERR_INVALID,
+				"%s: %s: digest sha256:%s "
 				"differs from index.yaml's sha256:%s; refused",
 				s->display, what, resp.body_sha256, e->digest);
 		goto out;
@@ -680,8 +684,10 @@ static int poll_repo(struct src_artifact *s, struct source_poll_result *r,
 	if ((error = read_index(s, &resp.body, &v, &n, err)) < 0)
 		goto out;
 	if (!n) {
-		error = err_set(err, ERR_NOTFOUND, "%s: index.yaml has no "
-				"chart %s", s->display, s->chart);
+		error = err_set(err, ERR_NOTFOUND,
+				"%s: index.yaml has no "
+				"chart %s",
+				s->display, s->chart);
 		goto out;
 	}
 	if (!(names = calloc(n, sizeof(*names)))) {
@@ -691,9 +697,10 @@ static int poll_repo(struct src_artifact *s, struct source_poll_result *r,
 	for (size_t i = 0; i < n; i++)
 		names[i] = v[i].version ? v[i].version : "";
 	if ((pick = choose(s, names, n)) < 0) {
-		error = err_set(err, ERR_NOTFOUND, "%s: no version of chart "
-				"%s matches %s", s->display, s->chart,
-				wanted(s));
+		error = err_set(err, ERR_NOTFOUND,
+				"%s: no version of chart "
+				"%s matches %s",
+				s->display, s->chart, wanted(s));
 		goto out;
 	}
 	if (v[pick].digest && !is_hex64(v[pick].digest)) {
@@ -759,9 +766,9 @@ static bool is_tgz_type(const char *mt)
 }
 
 /* Write one titled layer as a file of the tree being made. */
-static int pull_file(struct src_artifact *s, const char *dir,
-		     const char *title, const char *digest, uint64_t size,
-		     uint64_t max, struct err *err)
+static int pull_file(struct src_artifact *s, const char *dir, const char *title,
+		     const char *digest, uint64_t size, uint64_t max,
+		     struct err *err)
 {
 	char *path = src_path_join(dir, title), *slash;
 	int error = 0;
@@ -774,8 +781,10 @@ static int pull_file(struct src_artifact *s, const char *dir,
 		*slash = '/';
 	}
 	if (!error && access(path, F_OK) == 0)
-		error = err_set(err, ERR_INVALID, "%s: layer %s: \"%s\" "
-				"appears twice", s->display, digest, title);
+		error = err_set(err, ERR_INVALID,
+				"%s: layer %s: \"%s\" "
+				"appears twice",
+				s->display, digest, title);
 	if (!error)
 		error = src_oci_blob(s->reg, digest, size, max, path, err);
 	if (!error)
@@ -799,8 +808,10 @@ static int pull_artifact(struct src_artifact *s, const char *digest,
 		return error;
 	layers = json_object_get(m, "layers");
 	if (!json_is_array(layers) || !json_array_size(layers)) {
-		error = err_set(err, ERR_INVALID, "%s@%s: the manifest has no "
-				"layers", s->display, digest);
+		error = err_set(err, ERR_INVALID,
+				"%s@%s: the manifest has no "
+				"layers",
+				s->display, digest);
 		goto out;
 	}
 	if (!(dir = tmp_path(s, "tree")) || !(file = tmp_path(s, "layer"))) {
@@ -812,29 +823,34 @@ static int pull_artifact(struct src_artifact *s, const char *digest,
 				err_errno_str(errno));
 		goto out;
 	}
-	json_array_foreach (layers, i, l) {
-		const char *mt = json_string_value(json_object_get(l,
-								   "mediaType"));
-		const char *ld = json_string_value(json_object_get(l, "digest"));
+	json_array_foreach(layers, i, l)
+	{
+		const char *mt =
+			json_string_value(json_object_get(l, "mediaType"));
+		const char *ld =
+			json_string_value(json_object_get(l, "digest"));
 		json_t *js = json_object_get(l, "size");
-		const char *title = json_string_value(json_object_get(
-			json_object_get(l, "annotations"),
-			"org.opencontainers.image.title"));
-		uint64_t size = json_is_integer(js) && json_integer_value(js) > 0
-					? (uint64_t)json_integer_value(js)
-					: 0;
+		const char *title = json_string_value(
+			json_object_get(json_object_get(l, "annotations"),
+					"org.opencontainers.image.title"));
+		uint64_t size =
+			json_is_integer(js) && json_integer_value(js) > 0
+				? (uint64_t)json_integer_value(js)
+				: 0;
 		bool chart = s->type == SOURCE_HELM;
 
 		if (!mt || !ld || !is_digest(ld)) {
-			error = err_set(err, ERR_INVALID, "%s@%s: layer %zu: no "
-					"media type or digest", s->display,
-					digest, i);
+			error = err_set(err, ERR_INVALID,
+					"%s@%s: layer %zu: no "
+					"media type or digest",
+					s->display, digest, i);
 			goto out;
 		}
 		if (chart && strcmp(mt, helm_layer))
 			continue; /* provenance, config, ... */
 		if (size > left) {
-			error = err_set(err, ERR_LIMIT, "%s@%s: layer %s is "
+			error = err_set(err, ERR_LIMIT,
+					"%s@%s: layer %s is "
 					"%llu bytes, over the %llu left of the "
 					"artifact's limit; refused",
 					s->display, digest, ld,
@@ -846,10 +862,11 @@ static int pull_artifact(struct src_artifact *s, const char *digest,
 			char *what = NULL;
 
 			if (++archives > 1) {
-				error = err_set(err, ERR_INVALID, "%s@%s: more "
+				error = err_set(err, ERR_INVALID,
+						"%s@%s: more "
 						"than one archive layer; one "
-						"is supported", s->display,
-						digest);
+						"is supported",
+						s->display, digest);
 				goto out;
 			}
 			if ((error = src_oci_blob(s->reg, ld, size, left, file,
@@ -880,10 +897,11 @@ static int pull_artifact(struct src_artifact *s, const char *digest,
 					       err)) < 0)
 				goto out;
 		} else {
-			error = err_set(err, ERR_INVALID, "%s@%s: layer %s (%s) "
+			error = err_set(err, ERR_INVALID,
+					"%s@%s: layer %s (%s) "
 					"is neither a tar+gzip archive nor a "
-					"file with a safe title", s->display,
-					digest, ld, mt);
+					"file with a safe title",
+					s->display, digest, ld, mt);
 			goto out;
 		}
 		used++;
@@ -917,8 +935,8 @@ static void tag_to_version(char *t)
 			*t = '+';
 }
 
-static int poll_registry(struct src_artifact *s,
-			 struct source_poll_result *r, struct err *err)
+static int poll_registry(struct src_artifact *s, struct source_poll_result *r,
+			 struct err *err)
 {
 	struct strvec tags = STRVEC_INIT;
 	char digest[SRC_DIGEST_MAX], label[SOURCE_REVISION_MAX] = "";
@@ -938,12 +956,12 @@ static int poll_registry(struct src_artifact *s,
 			for (size_t i = 0; i < tags.len; i++)
 				if (s->type == SOURCE_HELM)
 					tag_to_version(tags.v[i]);
-			pick = choose(s, (const char *const *)tags.v,
-				      tags.len);
+			pick = choose(s, (const char *const *)tags.v, tags.len);
 			if (pick < 0) {
-				error = err_set(err, ERR_NOTFOUND, "%s: no "
-						"tag matches %s", s->display,
-						wanted(s));
+				error = err_set(err, ERR_NOTFOUND,
+						"%s: no "
+						"tag matches %s",
+						s->display, wanted(s));
 				goto out;
 			}
 			tag = strdup(tags.v[pick]);
@@ -961,8 +979,8 @@ static int poll_registry(struct src_artifact *s,
 		if ((error = src_oci_resolve(s->reg, tag, digest, err)) < 0)
 			goto out;
 	}
-	if ((error = check_pin(s, label[0] ? label : "the artifact",
-			       digest + 7, err)) < 0)
+	if ((error = check_pin(s, label[0] ? label : "the artifact", digest + 7,
+			       err)) < 0)
 		goto out;
 	if (!tree_exists(s, digest + 7)) {
 		if ((error = cache_lock(s, err)) < 0)
@@ -995,8 +1013,9 @@ int src_artifact_poll(struct src_artifact *s, struct source_poll_result *r,
 	int error;
 
 	memset(r, 0, sizeof(*r));
-	before = s->h ? src_http_requests(s->h)
-		      : s->reg ? src_oci_requests(s->reg) : 0;
+	before = s->h	  ? src_http_requests(s->h)
+		 : s->reg ? src_oci_requests(s->reg)
+			  : 0;
 	if (s->oci) {
 		if (!s->reg) {
 			struct buf ref = BUF_INIT;
@@ -1043,8 +1062,8 @@ static int chart_root(const struct src_artifact *s, const char *tree,
 		char *p, *cy = NULL;
 		struct stat st;
 
-		if (e->d_name[0] == '.' || !(p = src_path_join(tree,
-							       e->d_name)))
+		if (e->d_name[0] == '.' ||
+		    !(p = src_path_join(tree, e->d_name)))
 			continue;
 		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
 		    (cy = src_path_join(p, "Chart.yaml")) &&
@@ -1067,8 +1086,7 @@ static int chart_root(const struct src_artifact *s, const char *tree,
 		       found ? "more than one chart" : "no NAME/Chart.yaml");
 }
 
-int src_artifact_checkout(struct src_artifact *s, char **dir,
-			  struct err *err)
+int src_artifact_checkout(struct src_artifact *s, char **dir, struct err *err)
 {
 	char *root, *p;
 	struct stat st;
@@ -1094,9 +1112,10 @@ int src_artifact_checkout(struct src_artifact *s, char **dir,
 			return err_set(err, ERR_NOMEM, "out of memory");
 		if (lstat(root, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			free(root);
-			return err_set(err, ERR_NOTFOUND, "%s: path %s is not "
-				       "a folder of %s", s->display,
-				       s->subpath, s->revision_now);
+			return err_set(err, ERR_NOTFOUND,
+				       "%s: path %s is not "
+				       "a folder of %s",
+				       s->display, s->subpath, s->revision_now);
 		}
 	}
 	*dir = root;
@@ -1152,16 +1171,17 @@ static int read_secret(char **out, const char *file, const char *env,
 		const char *v = getenv(env);
 
 		if (!v)
-			return err_set(err, ERR_USAGE, "environment variable "
-				       "%s is not set", env);
+			return err_set(err, ERR_USAGE,
+				       "environment variable "
+				       "%s is not set",
+				       env);
 		if (!(*out = strdup(v)))
 			return err_set(err, ERR_NOMEM, "out of memory");
 	}
 	return 0;
 }
 
-static int check_url(struct src_artifact *s, const char *url,
-		     struct err *err)
+static int check_url(struct src_artifact *s, const char *url, struct err *err)
 {
 	const char *host;
 
@@ -1176,11 +1196,12 @@ static int check_url(struct src_artifact *s, const char *url,
 					 "http:// or oci://");
 	host = strstr(url, "://") + 3;
 	if (memchr(host, '@', strcspn(host, "/")))
-		return err_set(err, ERR_USAGE, "%s: credentials inside the "
+		return err_set(err, ERR_USAGE,
+			       "%s: credentials inside the "
 			       "URL are refused; use usernameFile and "
-			       "passwordFile", s->type == SOURCE_OCI
-						       ? "oci source"
-						       : "chart repository");
+			       "passwordFile",
+			       s->type == SOURCE_OCI ? "oci source"
+						     : "chart repository");
 	if (!strncmp(url, "http://", 7))
 		s->http.plain_http = true;
 	return 0;
@@ -1228,8 +1249,8 @@ static void clean_tmp(struct src_artifact *s)
 	free(dir);
 }
 
-int src_artifact_open(struct src_artifact **out,
-		      const struct source_options *o, struct err *err)
+int src_artifact_open(struct src_artifact **out, const struct source_options *o,
+		      struct err *err)
 {
 	struct src_artifact *s;
 	struct buf b = BUF_INIT, key = BUF_INIT;
@@ -1256,22 +1277,26 @@ int src_artifact_open(struct src_artifact **out,
 		goto out;
 	}
 	if (s->type == SOURCE_OCI && o->chart) {
-		error = err_set(err, ERR_USAGE, "%s: chart applies to helm "
-				"sources only", o->url);
+		error = err_set(err, ERR_USAGE,
+				"%s: chart applies to helm "
+				"sources only",
+				o->url);
 		goto out;
 	}
 	if (o->digest && !is_digest(o->digest)) {
-		error = err_set(err, ERR_USAGE, "%s: digest \"%s\" is not "
+		error = err_set(err, ERR_USAGE,
+				"%s: digest \"%s\" is not "
 				"sha256: and 64 lower-case hex digits",
 				o->url, o->digest);
 		goto out;
 	}
 	s->url = xstrdup(o->url, &oom);
-	while (s->url && strlen(s->url) > 6 && s->url[strlen(s->url) - 1] == '/')
+	while (s->url && strlen(s->url) > 6 &&
+	       s->url[strlen(s->url) - 1] == '/')
 		s->url[strlen(s->url) - 1] = '\0';
 	s->chart = xstrdup(o->chart, &oom);
-	s->revision = xstrdup(o->revision && *o->revision ? o->revision : NULL,
-			      &oom);
+	s->revision =
+		xstrdup(o->revision && *o->revision ? o->revision : NULL, &oom);
 	s->pin = xstrdup(o->digest, &oom);
 	if (o->subpath) {
 		const char *sp = o->subpath;
@@ -1279,8 +1304,10 @@ int src_artifact_open(struct src_artifact **out,
 		while (*sp == '/' || (sp[0] == '.' && sp[1] == '/'))
 			sp += *sp == '/' ? 1 : 2;
 		if (strstr(sp, "..")) {
-			error = err_set(err, ERR_USAGE, "%s: the path may not "
-					"contain ..", o->subpath);
+			error = err_set(err, ERR_USAGE,
+					"%s: the path may not "
+					"contain ..",
+					o->subpath);
 			goto out;
 		}
 		if (*sp && strcmp(sp, "."))
@@ -1289,8 +1316,8 @@ int src_artifact_open(struct src_artifact **out,
 	if (oom)
 		goto nomem;
 	if (s->type == SOURCE_HELM)
-		error = buf_addf(&b, s->oci ? "%s/%s" : "%s (chart %s)",
-				 s->url, s->chart);
+		error = buf_addf(&b, s->oci ? "%s/%s" : "%s (chart %s)", s->url,
+				 s->chart);
 	else
 		error = buf_adds(&b, s->url);
 	if (error < 0)
@@ -1299,8 +1326,8 @@ int src_artifact_open(struct src_artifact **out,
 	if ((s->type == SOURCE_HELM && !s->oci) ||
 	    (s->revision && is_range(s->revision))) {
 		if ((error = src_semver_range_parse(
-			     &s->range, s->revision ? s->revision : "*",
-			     err)) < 0)
+			     &s->range, s->revision ? s->revision : "*", err)) <
+		    0)
 			goto out;
 		if (s->revision && !is_range(s->revision)) {
 			src_semver_range_free(s->range);
@@ -1311,14 +1338,16 @@ int src_artifact_open(struct src_artifact **out,
 	    (error = src_semver_range_parse(&s->range, "*", err)) < 0)
 		goto out;
 	if (s->revision && s->type == SOURCE_HELM && is_digest(s->revision)) {
-		error = err_set(err, ERR_USAGE, "%s: a chart's revision is a "
+		error = err_set(err, ERR_USAGE,
+				"%s: a chart's revision is a "
 				"version or range; pin a digest with digest:",
 				s->display);
 		goto out;
 	}
 	/* Credentials. */
 	if (o->auth.username && o->auth.username_file) {
-		error = err_set(err, ERR_USAGE, "give either a username or a "
+		error = err_set(err, ERR_USAGE,
+				"give either a username or a "
 				"username file, not both");
 		goto out;
 	}
@@ -1346,7 +1375,8 @@ int src_artifact_open(struct src_artifact **out,
 	}
 	if (o->auth.ssh_key_file || o->verify.allowed_signers_file ||
 	    o->verify.gpg_keyring_file) {
-		error = err_set(err, ERR_USAGE, "%s: SSH keys and commit "
+		error = err_set(err, ERR_USAGE,
+				"%s: SSH keys and commit "
 				"signatures apply to git sources only",
 				s->display);
 		goto out;
@@ -1385,8 +1415,8 @@ int src_artifact_open(struct src_artifact **out,
 	if (!(s->cache = src_path_join(base, hex)))
 		goto nomem;
 	buf_reset(&key);
-	if (buf_addf(&key, "%s%c%s", s->revision ? s->revision : "",
-		     '\0', s->subpath ? s->subpath : "") < 0)
+	if (buf_addf(&key, "%s%c%s", s->revision ? s->revision : "", '\0',
+		     s->subpath ? s->subpath : "") < 0)
 		goto nomem;
 	sha256(key.ptr, key.len, d);
 	hex_encode(d, sizeof(d), hex);
@@ -1406,8 +1436,7 @@ int src_artifact_open(struct src_artifact **out,
 	if (!(p = src_path_join(s->cache, "lock")))
 		goto nomem;
 	if ((s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		error = err_set(err, ERR_IO, "%s: %s", p,
-				err_errno_str(errno));
+		error = err_set(err, ERR_IO, "%s: %s", p, err_errno_str(errno));
 		goto out;
 	}
 	if ((error = cache_lock(s, err)) < 0)

@@ -42,8 +42,7 @@ int source_open(struct source **out, const struct source_options *o,
 	return 0;
 }
 
-int source_poll(struct source *s, struct source_poll_result *r,
-		struct err *err)
+int source_poll(struct source *s, struct source_poll_result *r, struct err *err)
 {
 	return s->git ? source_git_poll(s->git, r, err)
 		      : src_artifact_poll(s->artifact, r, err);
@@ -55,8 +54,7 @@ int source_checkout(struct source *s, char **dir, struct err *err)
 		      : src_artifact_checkout(s->artifact, dir, err);
 }
 
-int source_mark_rendered(struct source *s, const char *tree,
-			 struct err *err)
+int source_mark_rendered(struct source *s, const char *tree, struct err *err)
 {
 	return s->git ? source_git_mark_rendered(s->git, tree, err)
 		      : src_artifact_mark_rendered(s->artifact, tree, err);

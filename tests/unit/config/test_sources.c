@@ -31,8 +31,7 @@ static int load(struct config **cfg, const char *source, struct err *err)
 	return rc;
 }
 
-static const struct source_options *ok(struct config **cfg,
-				       const char *source)
+static const struct source_options *ok(struct config **cfg, const char *source)
 {
 	struct err err = ERR_INIT;
 
