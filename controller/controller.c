@@ -493,11 +493,11 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	memset(&r, 0, sizeof(r));
 	error = source_poll(a->gs, &r, err);
 	a->polled_ms = now;
-	ctl_count_git(c, "poll", error >= 0);
+	ctl_count_source(c, a->spec->source.type, "poll", error >= 0);
 	if (error < 0)
 		goto failed;
 	if (r.fetched)
-		ctl_count_git(c, "fetch", true);
+		ctl_count_source(c, a->spec->source.type, "fetch", true);
 	memcpy(a->seen, r.revision, sizeof(a->seen));
 	if (!strcmp(r.tree, a->rendered)) {
 		/* Same tree as the last render: nothing to render. */

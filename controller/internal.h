@@ -322,6 +322,7 @@ void ctl_event_pruned(struct ctl_app *a, const json_t *live);
 void ctl_event_fight(struct ctl_app *a, const struct diff_key *key,
 		     const char *path, const char *other);
 void ctl_event_foreign(struct ctl_app *a, const struct diff_report *report);
-void ctl_count_git(struct controller *c, const char *op, bool ok);
+void ctl_count_source(struct controller *c, enum source_type type,
+		      const char *op, bool ok);
 
 #endif

@@ -65,6 +65,10 @@ void ctl_metrics_declare(struct metrics *m)
 			NULL, 0);
 	metrics_declare(m, "syncd_git_requests_total", METRICS_COUNTER,
 			"Git source operations by result.", NULL, 0);
+	metrics_declare(m, "syncd_source_requests_total", METRICS_COUNTER,
+			"Source polls and downloads by source type (git, helm, "
+			"oci) and result.",
+			NULL, 0);
 	metrics_declare(m, "syncd_verify_dry_runs_total", METRICS_COUNTER,
 			"Dry-run applies sent to confirm local drift (verify: "
 			"dryRun), by app and verdict: drift (confirmed), "
@@ -547,14 +551,24 @@ void ctl_metrics_forget(struct controller *c, const char *app)
 		metrics_remove(c->metrics, NULL, "app", app);
 }
 
-void ctl_count_git(struct controller *c, const char *op, bool ok)
+void ctl_count_source(struct controller *c, enum source_type type,
+		      const char *op, bool ok)
 {
-	const char *labels[] = {"op", op, "result", ok ? "success" : "failure",
+	const char *labels[] = {"op",	  op,
+				"result", ok ? "success" : "failure",
+				"type",	  source_type_names[type],
 				NULL};
 
-	if (c->metrics)
+	if (!c->metrics)
+		return;
+	metrics_counter_add(c->metrics, "syncd_source_requests_total", labels,
+			    1);
+	/* The Git-only counter of earlier releases, as it was. */
+	if (type == SOURCE_GIT) {
+		labels[4] = NULL;
 		metrics_counter_add(c->metrics, "syncd_git_requests_total",
 				    labels, 1);
+	}
 }
 
 /* --- documents ---------------------------------------------------- */

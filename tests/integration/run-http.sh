@@ -300,7 +300,8 @@ printf '%s\n' "$hbody" >"$tmp/metrics.txt"
 for fam in syncd_app_info syncd_app_objects syncd_app_drifted_fields \
 	syncd_app_drift_seconds syncd_app_last_sync_timestamp_seconds \
 	syncd_sync_total syncd_reconcile_duration_seconds syncd_app_health \
-	syncd_git_requests_total syncd_kube_requests_total syncd_leader; do
+	syncd_git_requests_total syncd_source_requests_total \
+	syncd_kube_requests_total syncd_leader; do
 	if grep -q "^# TYPE $fam " "$tmp/metrics.txt"; then
 		ok "/metrics has $fam"
 	else

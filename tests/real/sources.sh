@@ -237,6 +237,17 @@ case $(status_rev art) in
 "stable@$art1") ok "the artifact's revision in the status: stable@DIGEST" ;;
 *) not_ok "the artifact's revision in the status: stable@DIGEST (got '$(status_rev art)', pushed $art1)" ;;
 esac
+polls() { # TYPE: successful polls of that source type in /metrics
+	curl -sf "http://127.0.0.1:$port/metrics" |
+		grep '^syncd_source_requests_total{' | grep "type=\"$1\"" |
+		grep 'op="poll"' | grep 'result="success"' | awk '{print $2}'
+}
+if [ "${polls_helm:=$(polls helm)}" -ge 2 ] 2>/dev/null &&
+	[ "${polls_oci:=$(polls oci)}" -ge 1 ] 2>/dev/null; then
+	ok "/metrics: syncd_source_requests_total counts helm ($polls_helm) and oci ($polls_oci) polls"
+else
+	not_ok "/metrics: syncd_source_requests_total counts helm and oci polls (helm '$polls_helm', oci '$polls_oci')"
+fi
 case $(status_rev repo) in
 1.1.0@sha256:*) ok "the chart's revision in the status: 1.1.0@sha256:..." ;;
 *) not_ok "the chart's revision in the status: 1.1.0@sha256:... (got '$(status_rev repo)')" ;;
