@@ -14,6 +14,7 @@ RUN apt-get update && \
         libjsonnet-dev \
         libcriterion-dev \
         libmicrohttpd-dev \
+        zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -24,7 +25,8 @@ RUN make BUILD=build-image -j"$(nproc)" build-image/syncd && \
 
 # Runtime stage: the shared libraries syncd links (NEEDED: libyaml-0.so.2,
 # libjansson.so.4, libcurl.so.4, libgit2.so.1.5, libmicrohttpd.so.12 (the
-# health and metrics endpoint), libjsonnet.so.0, libc;
+# health and metrics endpoint), libjsonnet.so.0, libz.so.1 (chart and OCI
+# archives), libc;
 # their own dependencies come with them), CA certificates for HTTPS, and
 # the two programs syncd runs for Git sources: ssh-keygen (openssh-client)
 # to look host keys up in known_hosts and to check SSH commit signatures,
@@ -40,6 +42,7 @@ RUN apt-get update && \
         libgit2-1.5 \
         libjsonnet0 \
         libmicrohttpd12 \
+        zlib1g \
         ca-certificates \
         openssh-client \
         gpgv \
