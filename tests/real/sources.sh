@@ -242,8 +242,10 @@ polls() { # TYPE: successful polls of that source type in /metrics
 		grep '^syncd_source_requests_total{' | grep "type=\"$1\"" |
 		grep 'op="poll"' | grep 'result="success"' | awk '{print $2}'
 }
-if [ "${polls_helm:=$(polls helm)}" -ge 2 ] 2>/dev/null &&
-	[ "${polls_oci:=$(polls oci)}" -ge 1 ] 2>/dev/null; then
+polls_helm=$(polls helm)
+polls_oci=$(polls oci)
+if [ "${polls_helm:-0}" -ge 2 ] 2>/dev/null &&
+	[ "${polls_oci:-0}" -ge 1 ] 2>/dev/null; then
 	ok "/metrics: syncd_source_requests_total counts helm ($polls_helm) and oci ($polls_oci) polls"
 else
 	not_ok "/metrics: syncd_source_requests_total counts helm and oci polls (helm '$polls_helm', oci '$polls_oci')"
