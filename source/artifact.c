@@ -667,13 +667,15 @@ static int poll_repo(struct src_artifact *s, struct source_poll_result *r,
 	if (archive_url(s, "index.yaml", &url) < 0)
 		return err_set(err, ERR_NOMEM, "out of memory");
 	req.url = buf_cstr(&url);
-	req.if_none_match = s->tree[0] ? s->etag : NULL;
+	/* The last good tree gone (a cleaned cache): ask for the index. */
+	req.if_none_match =
+		s->tree[0] && tree_exists(s, s->tree) ? s->etag : NULL;
 	req.max_bytes = s->max_download;
 	error = src_http_do(s->h, &req, &resp, err);
 	r->contacted = true;
 	if (error < 0)
 		goto out;
-	if (resp.status == 304 && s->tree[0] && tree_exists(s, s->tree)) {
+	if (resp.status == 304 && req.if_none_match) {
 		set_result(s, r);
 		goto out;
 	}
