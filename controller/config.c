@@ -788,9 +788,7 @@ static void walk_source(struct walk *w, const json_t *obj, struct app_spec *a)
 	spec_str(w, a, obj, "digest", &g->digest);
 	get_bool(w, obj, "plainHTTP", &g->plain_http);
 	spec_list(w, a, obj, "redirectHosts", APP_LIST_REDIRECT_HOSTS);
-	if (g->digest && (strncmp(g->digest, "sha256:", 7) ||
-			  strlen(g->digest) != 71 ||
-			  strspn(g->digest + 7, "0123456789abcdef") != 64)) {
+	if (g->digest && !source_digest_valid(g->digest)) {
 		struct mark m = push_key(w, "digest");
 
 		problem(w, "\"%s\" is not sha256: and 64 lower-case hex "

@@ -91,11 +91,6 @@ static bool is_hex64(const char *s)
 	return i == HEX;
 }
 
-static bool is_digest(const char *s)
-{
-	return !strncmp(s, "sha256:", 7) && is_hex64(s + 7);
-}
-
 static char *xstrdup(const char *s, bool *oom)
 {
 	char *r;
@@ -125,21 +120,7 @@ static bool is_range(const char *rev)
 
 static int cache_lock(struct src_artifact *s, struct err *err)
 {
-	uint64_t until = clk_mono_ms() + 60000;
-
-	for (;;) {
-		if (!flock(s->lock_fd, LOCK_EX | LOCK_NB))
-			return 0;
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return err_set(err, ERR_IO, "%s/lock: %s", s->cache,
-				       err_errno_str(errno));
-		if (clk_mono_ms() > until)
-			return err_set(err, ERR_TIMEOUT,
-				       "%s: cache is locked by another "
-				       "process for more than 60 s",
-				       s->display);
-		clk_sleep_ms(5);
-	}
+	return src_cache_lock(s->lock_fd, s->cache, s->display, 60000, err);
 }
 
 static void cache_unlock(struct src_artifact *s)
@@ -536,44 +517,20 @@ static void set_result(struct src_artifact *s, struct source_poll_result *r)
 
 /* ---- polling a chart repository ---- */
 
-/* "scheme://host[:port]" of url, in *out. */
-static void origin_of(const char *url, struct buf *out)
-{
-	const char *p = strstr(url, "://");
-	size_t n;
-
-	buf_reset(out);
-	if (!p) {
-		buf_adds(out, "");
-		return;
-	}
-	n = strcspn(p + 3, "/?#");
-	buf_add(out, url, (size_t)(p + 3 - url) + n);
-}
-
-/* The archive's URL: as the index gives it, or relative to the index. */
+/* A URL of the index (absolute, "/path" or relative to the repository's
+ * folder), resolved into *out. */
 static int archive_url(const struct src_artifact *s, const char *u,
-		       struct buf *out)
+		       struct buf *out, struct err *err)
 {
-	size_t n = strlen(s->url);
+	struct buf base = BUF_INIT;
+	int error;
 
 	buf_reset(out);
-	if (strstr(u, "://"))
-		return buf_adds(out, u);
-	while (u[0] == '.' && u[1] == '/')
-		u += 2;
-	if (u[0] == '/') {
-		struct buf o = BUF_INIT;
-		int error;
-
-		origin_of(s->url, &o);
-		error = buf_addf(out, "%s%s", buf_cstr(&o), u);
-		buf_release(&o);
-		return error;
-	}
-	while (n && s->url[n - 1] == '/')
-		n--;
-	return buf_addf(out, "%.*s/%s", (int)n, s->url, u);
+	if (buf_addf(&base, "%s/", s->url) < 0)
+		return err_set(err, ERR_NOMEM, "out of memory");
+	error = src_url_resolve(out, buf_cstr(&base), u, err);
+	buf_release(&base);
+	return error;
 }
 
 static int http_status(const struct src_artifact *s, const char *what,
@@ -597,7 +554,7 @@ static int pull_chart(struct src_artifact *s, const struct entry *e,
 {
 	struct src_http_response resp = {0};
 	struct src_http_request req = {0};
-	struct buf url = BUF_INIT, o1 = BUF_INIT, o2 = BUF_INIT;
+	struct buf url = BUF_INIT;
 	char *file = NULL, *what = NULL;
 	int error;
 
@@ -606,18 +563,17 @@ static int pull_chart(struct src_artifact *s, const struct entry *e,
 			       "%s: chart %s %s: index.yaml "
 			       "gives no URL",
 			       s->display, s->chart, e->version);
-	if (archive_url(s, e->url, &url) < 0 ||
-	    !(file = tmp_path(s, "chart")) ||
+	if ((error = archive_url(s, e->url, &url, err)) < 0)
+		goto out;
+	if (!(file = tmp_path(s, "chart")) ||
 	    asprintf(&what, "chart %s-%s.tgz", s->chart, e->version) < 0) {
 		what = NULL;
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	/* Credentials go to the repository's own host only, as helm's. */
-	origin_of(s->url, &o1);
-	origin_of(buf_cstr(&url), &o2);
 	req.url = buf_cstr(&url);
-	req.no_auth = strcmp(buf_cstr(&o1), buf_cstr(&o2)) != 0;
+	req.no_auth = !src_url_same_origin(s->url, req.url);
 	req.max_bytes = s->max_download;
 	req.to_file = file;
 	error = src_http_do(s->h, &req, &resp, err);
@@ -644,8 +600,6 @@ out:
 		unlink(file);
 	src_http_response_release(&resp);
 	buf_release(&url);
-	buf_release(&o1);
-	buf_release(&o2);
 	free(file);
 	free(what);
 	return error;
@@ -664,8 +618,8 @@ static int poll_repo(struct src_artifact *s, struct source_poll_result *r,
 	long pick;
 	int error;
 
-	if (archive_url(s, "index.yaml", &url) < 0)
-		return err_set(err, ERR_NOMEM, "out of memory");
+	if ((error = archive_url(s, "index.yaml", &url, err)) < 0)
+		return error;
 	req.url = buf_cstr(&url);
 	/* The last good tree gone (a cleaned cache): ask for the index. */
 	req.if_none_match =
@@ -841,7 +795,7 @@ static int pull_artifact(struct src_artifact *s, const char *digest,
 				: 0;
 		bool chart = s->type == SOURCE_HELM;
 
-		if (!mt || !ld || !is_digest(ld)) {
+		if (!mt || !ld || !source_digest_valid(ld)) {
 			error = err_set(err, ERR_INVALID,
 					"%s@%s: layer %zu: no "
 					"media type or digest",
@@ -946,7 +900,8 @@ static int poll_registry(struct src_artifact *s, struct source_poll_result *r,
 	int error = 0;
 
 	r->contacted = true;
-	if (s->revision && is_digest(s->revision) && s->type == SOURCE_OCI) {
+	if (s->revision && source_digest_valid(s->revision) &&
+	    s->type == SOURCE_OCI) {
 		snprintf(digest, sizeof(digest), "%s", s->revision);
 		r->contacted = false;
 	} else {
@@ -1285,7 +1240,7 @@ int src_artifact_open(struct src_artifact **out, const struct source_options *o,
 				o->url);
 		goto out;
 	}
-	if (o->digest && !is_digest(o->digest)) {
+	if (o->digest && !source_digest_valid(o->digest)) {
 		error = err_set(err, ERR_USAGE,
 				"%s: digest \"%s\" is not "
 				"sha256: and 64 lower-case hex digits",
@@ -1339,7 +1294,8 @@ int src_artifact_open(struct src_artifact **out, const struct source_options *o,
 	if (s->type == SOURCE_HELM && s->oci && !s->revision &&
 	    (error = src_semver_range_parse(&s->range, "*", err)) < 0)
 		goto out;
-	if (s->revision && s->type == SOURCE_HELM && is_digest(s->revision)) {
+	if (s->revision && s->type == SOURCE_HELM &&
+	    source_digest_valid(s->revision)) {
 		error = err_set(err, ERR_USAGE,
 				"%s: a chart's revision is a "
 				"version or range; pin a digest with digest:",
@@ -1354,14 +1310,9 @@ int src_artifact_open(struct src_artifact **out, const struct source_options *o,
 		goto out;
 	}
 	if (o->auth.username_file) {
-		if ((error = file_read(&b, o->auth.username_file,
-				       o->auth.username_file, 4096, err)) < 0)
+		if ((error = src_read_username(&s->username,
+					       o->auth.username_file, err)) < 0)
 			goto out;
-		b.len = strcspn(buf_cstr(&b), "\r\n");
-		s->username = strndup(buf_cstr(&b), b.len);
-		buf_release(&b);
-		if (!s->username)
-			goto nomem;
 	} else {
 		s->username = xstrdup(o->auth.username, &oom);
 	}

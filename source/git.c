@@ -324,23 +324,33 @@ static bool deadline_passed(const struct source_git *s)
 		now.tv_nsec >= s->deadline.tv_nsec);
 }
 
-/* Take the cache's lock, waiting at most the fetch timeout. */
-static int cache_lock(struct source_git *s, struct err *err)
+int src_cache_lock(int fd, const char *cache, const char *display,
+		   unsigned timeout_ms, struct err *err)
 {
-	deadline_start(s);
+	uint64_t until = clk_mono_ms() + timeout_ms;
+
 	for (;;) {
-		if (!flock(s->lock_fd, LOCK_EX | LOCK_NB))
+		if (!flock(fd, LOCK_EX | LOCK_NB))
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
-			return err_set(err, ERR_IO, "%s/lock: %s", s->cache,
+			return err_set(err, ERR_IO, "%s/lock: %s", cache,
 				       err_errno_str(errno));
-		if (deadline_passed(s))
+		if (clk_mono_ms() > until)
 			return err_set(err, ERR_TIMEOUT,
 				       "%s: cache is locked by another "
 				       "process for more than %u ms",
-				       s->display, s->timeout_ms);
+				       display, timeout_ms);
 		clk_sleep_ms(5);
 	}
+}
+
+/* Take the cache's lock, waiting at most the fetch timeout (which
+ * starts the operation's deadline). */
+static int cache_lock(struct source_git *s, struct err *err)
+{
+	deadline_start(s);
+	return src_cache_lock(s->lock_fd, s->cache, s->display, s->timeout_ms,
+			      err);
 }
 
 static void cache_unlock(struct source_git *s)
@@ -349,8 +359,7 @@ static void cache_unlock(struct source_git *s)
 }
 
 /* The user name from a file: its first line, without the newline. */
-static int read_username(struct source_git *s, const char *file,
-			 struct err *err)
+int src_read_username(char **out, const char *file, struct err *err)
 {
 	struct buf b = BUF_INIT;
 	int error;
@@ -364,8 +373,8 @@ static int read_username(struct source_git *s, const char *file,
 		return err_set(err, ERR_INVALID, "%s: want one line holding "
 			       "the user name", file);
 	}
-	free(s->username);
-	s->username = buf_detach(&b, NULL);
+	free(*out);
+	*out = buf_detach(&b, NULL);
 	return 0;
 }
 
@@ -1981,7 +1990,8 @@ int source_git_open(struct source_git **out,
 		goto out;
 	}
 	if (o->auth.username_file &&
-	    (error = read_username(s, o->auth.username_file, err)) < 0)
+	    (error = src_read_username(&s->username, o->auth.username_file,
+				       err)) < 0)
 		goto out;
 	s->password_file = xstrdup_opt(o->auth.password_file, &oom);
 	s->password_env = xstrdup_opt(o->auth.password_env, &oom);

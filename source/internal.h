@@ -34,6 +34,15 @@ int src_default_cache_dir(char **out, struct err *err);
 int src_mkdir_p(const char *path, unsigned mode, struct err *err);
 char *src_path_join(const char *a, const char *b);
 
+/* flock(2) the cache's lock file `fd`, waiting at most timeout_ms;
+ * messages name `cache` and `display`. */
+int src_cache_lock(int fd, const char *cache, const char *display,
+		   unsigned timeout_ms, struct err *err);
+
+/* A user name file: one line (its newline dropped), else ERR_INVALID
+ * naming the file. *out (freed first, may be NULL) gets it. */
+int src_read_username(char **out, const char *file, struct err *err);
+
 struct source_git;
 
 int source_git_open(struct source_git **out, const struct source_options *o,
@@ -268,6 +277,7 @@ int src_url_resolve(struct buf *out, const char *base, const char *ref,
 
 /* "sha256:" and 64 hex digits, NUL. */
 #define SRC_DIGEST_MAX 72
+
 
 #define SRC_OCI_MAX_MANIFEST_BYTES (4u << 20)
 #define SRC_OCI_MAX_TAGS 100000u

@@ -555,7 +555,7 @@ void src_oci_error_excerpt(struct buf *out, const char *body, size_t len)
 
 /* ---- the client ----------------------------------------------------- */
 
-static bool valid_digest(const char *d)
+bool source_digest_valid(const char *d)
 {
 	size_t i;
 
@@ -969,7 +969,7 @@ static int ref_what(struct src_oci *c, const char *ref, bool *is_digest,
 		    struct buf *what, struct err *err)
 {
 	*is_digest = strchr(ref, ':') != NULL;
-	if (*is_digest && !valid_digest(ref))
+	if (*is_digest && !source_digest_valid(ref))
 		return err_set(err, ERR_INVALID,
 			       "%s: not a sha256 digest (sha256: and 64 "
 			       "lower-case hex digits)",
@@ -982,6 +982,23 @@ static int ref_what(struct src_oci *c, const char *ref, bool *is_digest,
 			       c->name, TAG_MAX);
 	if (buf_addf(what, "%s%c%s", c->name, *is_digest ? '@' : ':', ref) < 0)
 		return err_set(err, ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+/* One request for a manifest (`what` names it): 200, or the error. */
+static int manifest_do(struct src_oci *c, const char *method, const char *url,
+		       const char *what, struct src_http_response *r,
+		       struct err *err)
+{
+	int error;
+
+	if ((error = reg_do(c, method, url, manifest_headers,
+			    SRC_OCI_MAX_MANIFEST_BYTES, NULL, r, err)) < 0)
+		return error;
+	if (r->status == 404)
+		return err_set(err, ERR_NOTFOUND, "%s: not found", what);
+	if (r->status != 200)
+		return status_error(r, what, err);
 	return 0;
 }
 
@@ -999,19 +1016,10 @@ int src_oci_resolve(struct src_oci *c, const char *tag_or_digest,
 		goto out;
 	if (buf_addf(&url, "%s/manifests/%s", c->base, tag_or_digest) < 0)
 		goto oom;
-	if ((error = reg_do(c, "HEAD", url.ptr, manifest_headers,
-			    SRC_OCI_MAX_MANIFEST_BYTES, NULL, &r, err)) < 0)
+	if ((error = manifest_do(c, "HEAD", url.ptr, what.ptr, &r, err)) < 0)
 		goto out;
-	if (r.status == 404) {
-		error = err_set(err, ERR_NOTFOUND, "%s: not found", what.ptr);
-		goto out;
-	}
-	if (r.status != 200) {
-		error = status_error(&r, what.ptr, err);
-		goto out;
-	}
 	if (r.docker_content_digest) {
-		if (!valid_digest(r.docker_content_digest)) {
+		if (!source_digest_valid(r.docker_content_digest)) {
 			error = err_set(err, ERR_INVALID,
 					"%s: the registry sent a malformed "
 					"Docker-Content-Digest",
@@ -1021,19 +1029,9 @@ int src_oci_resolve(struct src_oci *c, const char *tag_or_digest,
 		snprintf(got, sizeof(got), "%s", r.docker_content_digest);
 	} else {
 		/* No digest header: hash the manifest itself. */
-		if ((error = reg_do(c, "GET", url.ptr, manifest_headers,
-				    SRC_OCI_MAX_MANIFEST_BYTES, NULL, &r,
-				    err)) < 0)
+		if ((error = manifest_do(c, "GET", url.ptr, what.ptr, &r,
+					 err)) < 0)
 			goto out;
-		if (r.status == 404) {
-			error = err_set(err, ERR_NOTFOUND, "%s: not found",
-					what.ptr);
-			goto out;
-		}
-		if (r.status != 200) {
-			error = status_error(&r, what.ptr, err);
-			goto out;
-		}
 		snprintf(got, sizeof(got), "sha256:%s", r.body_sha256);
 	}
 	if (is_digest && strcmp(got, tag_or_digest)) {
@@ -1080,17 +1078,8 @@ int src_oci_manifest(struct src_oci *c, const char *digest, json_t **manifest,
 	}
 	if (buf_addf(&url, "%s/manifests/%s", c->base, digest) < 0)
 		goto oom;
-	if ((error = reg_do(c, "GET", url.ptr, manifest_headers,
-			    SRC_OCI_MAX_MANIFEST_BYTES, NULL, &r, err)) < 0)
+	if ((error = manifest_do(c, "GET", url.ptr, what.ptr, &r, err)) < 0)
 		goto out;
-	if (r.status == 404) {
-		error = err_set(err, ERR_NOTFOUND, "%s: not found", what.ptr);
-		goto out;
-	}
-	if (r.status != 200) {
-		error = status_error(&r, what.ptr, err);
-		goto out;
-	}
 	if (strcmp(digest + 7, r.body_sha256)) {
 		error = err_set(err, ERR_INVALID,
 				"%s: manifest digest mismatch (the body's is "

@@ -247,6 +247,10 @@ const char *source_cache_path(const struct source *s);
 
 enum source_type source_type(const struct source *s);
 
+/* Is d a digest as `digest:` takes it: "sha256:" and 64 lower-case hex
+ * digits? */
+bool source_digest_valid(const char *d);
+
 /*
  * A revision shortened for people: a commit id to its first `digits`
  * characters, "6.5.0@sha256:HEX" to "6.5.0@" and `digits` of HEX,

@@ -235,6 +235,14 @@ if fake plain; then
 	render --repo "oci://127.0.0.1:$fake_port/team/site" --revision v1 --plain-http
 	expect_rc 0 "the same artifact from a registry that serves its blobs renders"
 	expect_match 'site' "$out" "its titled file is the manifest rendered"
+	# By digest, a cached artifact costs no request at all.
+	pinned=sha256:$(sha256sum "$tmp/fake-root/team/site/manifests/v1" | cut -d' ' -f1)
+	before=$(curl -sf "http://127.0.0.1:$fake_port/_stats" | jq 'add // 0')
+	render --repo "oci://127.0.0.1:$fake_port/team/site" --revision "$pinned" --plain-http
+	expect_rc 0 "by digest: renders"
+	after=$(curl -sf "http://127.0.0.1:$fake_port/_stats" | jq 'add // 0')
+	expect_eq "$((after - before))" 0 \
+		"by digest, from the cache: no request to the registry"
 	# A registry whose blobs live on another host (its "CDN": the plain
 	# one, named localhost), allowed by name.
 	cdn=$fake_port
