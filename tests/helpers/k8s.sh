@@ -53,6 +53,9 @@
 # them (a port in use is then an error naming the component). K8S_DEADLINE (s)
 # replaces every component's own deadline (20-60 s). K8S_SERVICE_CIDR
 # replaces the Services' cluster IP range (10.0.0.0/24: 253 addresses).
+# K8S_ADDRESS binds kube-apiserver to another address of this machine
+# than 127.0.0.1 (its certificate names it too): the host end of a
+# tests/helpers/netns.sh bridge, so that syncd in a namespace reaches it.
 
 # Always the one build of `make k8s` (the sanitizer build uses it too).
 K8S_BIN=${K8S_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/k8s/bin}
@@ -227,7 +230,7 @@ k8s_certs() {
 			rm -f "$1.csr" "$1.ext"
 		}
 		sign apiserver /CN=kube-apiserver \
-			IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+			"${K8S_ADDRESS:+IP:$K8S_ADDRESS,}IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 		sign admin "/O=system:masters/CN=kubernetes-admin"
 		sign controller-manager /CN=system:kube-controller-manager
 		sign scheduler /CN=system:kube-scheduler
@@ -322,7 +325,7 @@ k8s_start_once() {
 	kcm_port=$(k8s_pick_port)
 	sched_port=$(k8s_pick_port)
 	kwok_port=$(k8s_pick_port)
-	K8S_URL=https://127.0.0.1:$api_port
+	K8S_URL=https://${K8S_ADDRESS:-127.0.0.1}:$api_port
 	for i in "etcd:$etcd_port" "etcd:$peer_port" "kube-apiserver:$api_port"; do
 		if ! k8s_port_free "${i#*:}"; then
 			k8s_fail "${i%%:*}" "port ${i#*:} on 127.0.0.1 is already in use"
@@ -365,7 +368,8 @@ EOF
 
 	k8s_spawn kube-apiserver "$K8S_BIN/kube-apiserver" \
 		--etcd-servers "http://127.0.0.1:$etcd_port" \
-		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+		--bind-address "${K8S_ADDRESS:-127.0.0.1}" \
+		--advertise-address "${K8S_ADDRESS:-127.0.0.1}" \
 		--secure-port "$api_port" \
 		--tls-cert-file "$K8S_DIR/pki/apiserver.crt" \
 		--tls-private-key-file "$K8S_DIR/pki/apiserver.key" \
