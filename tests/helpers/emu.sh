@@ -31,8 +31,7 @@ emu_cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap emu_cleanup EXIT
 

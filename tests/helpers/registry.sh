@@ -163,6 +163,10 @@ registry_start_once() {
 		(umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' |
 			head -c 24 >"$REGISTRY_PASSWORD_FILE" && echo >>"$REGISTRY_PASSWORD_FILE")
 	fi
+	if declare -F canary_plant >/dev/null; then
+		canary_plant "the registry password" "$(head -n 1 "$REGISTRY_PASSWORD_FILE")"
+		canary_input "$REGISTRY_PASSWORD_FILE"
+	fi
 	if ! registry_bcrypt "$REGISTRY_USER" <"$REGISTRY_PASSWORD_FILE" >"$REGISTRY_DIR/htpasswd"; then
 		echo "registry: no bcrypt: neither perl's crypt nor htpasswd (apache2-utils) made a hash" >&2
 		return 1

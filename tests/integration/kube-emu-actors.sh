@@ -13,7 +13,7 @@ cleanup() {
 		kill "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	fi
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap cleanup EXIT
 

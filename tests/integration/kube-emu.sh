@@ -15,8 +15,7 @@ cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap cleanup EXIT
 

@@ -20,8 +20,7 @@ cleanup() {
 		kill "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	fi
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap cleanup EXIT
 

@@ -34,8 +34,7 @@ kminor=$("$KSTEP_KUBECTL" version --client -o json 2>/dev/null |
 emu_pid=
 cleanup() {
 	[ -n "$emu_pid" ] && kill "$emu_pid" 2>/dev/null && wait "$emu_pid" 2>/dev/null
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap cleanup EXIT
 

@@ -11,6 +11,11 @@
 #                          checkout ($SHARED, default ../shared)
 #   skip_fixtures WHAT     the one line that says WHAT was skipped without
 #                          them
+#   tmp_remove             searches $tmp for the secrets the script planted
+#                          (tests/helpers/canary.sh: a hit is a "not ok"),
+#                          then removes it; the EXIT trap's last step
+#
+# Every run_syncd output is searched for planted secrets too.
 set -u
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$top" || exit 2
@@ -19,7 +24,14 @@ SHARED=${SHARED:-../shared}
 FIXTURES="$SHARED/fixtures/real-world"
 status=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncd-test.XXXXXX")
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+. "$top/tests/helpers/canary.sh"
+
+tmp_remove() {
+	chmod -R u+w "$tmp" 2>/dev/null
+	canary_scan "$(basename "$0")" "$tmp" || status=1
+	rm -rf "$tmp" ${canary_own_dir:+"$canary_own_dir"}
+}
+trap tmp_remove EXIT
 
 ok() { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; status=1; }
@@ -36,6 +48,7 @@ run_syncd() {
 	fi
 	out=$(cat "$tmp/.out")
 	errout=$(cat "$tmp/.err")
+	canary_check "syncd $1" "$out$errout" || status=1
 }
 
 expect_rc() {

@@ -50,7 +50,7 @@ for ns in team-a other; do
 done
 b64() { printf '%s' "$1" | base64 -w0; }
 api POST /api/v1/namespaces/team-a/secrets application/json \
-	"$(jq -nc --arg u "$(b64 alice)" --arg p "$(b64 s3cret)" --arg ca "$(base64 -w0 <"$tmp/tls/ca.pem")" \
+	"$(jq -nc --arg u "$(b64 alice)" --arg p "$(b64 s3cret-pass-8c1f)" --arg ca "$(base64 -w0 <"$tmp/tls/ca.pem")" \
 		'{metadata: {name: "git"}, data: {username: $u, password: $p, "ca.crt": $ca}}')"
 expect_eq "$code" 201 "the Git credentials are a Secret of team-a"
 
@@ -149,7 +149,7 @@ else
 fi
 api GET /api/v1/namespaces/team-a/configmaps/web
 expect_eq "$code" 200 "its objects stay"
-if grep -q s3cret "$tmp/run.err" "$tmp/run.out"; then
+if grep -q s3cret-pass-8c1f "$tmp/run.err" "$tmp/run.out"; then
 	not_ok "the Git password from the Secret appears in syncd's logs"
 else
 	ok "the Git password from the Secret appears nowhere in syncd's logs"

@@ -54,8 +54,12 @@ gitq() {
 gitq init -b main && gitq add -A && gitq commit -m one
 
 printf 'api-token-1\n' >"$tmp/api-token"
-printf 'gh-secret\n' >"$tmp/gh-secret"
-printf 'gl-token\n' >"$tmp/gl-token"
+printf 'gh-hook-7c2e\n' >"$tmp/gh-secret"
+printf 'gl-hook-91ab\n' >"$tmp/gl-token"
+canary_plant "the API token" api-token-1
+canary_plant "the GitHub webhook secret" gh-hook-7c2e
+canary_plant "the GitLab webhook token" gl-hook-91ab
+canary_input "$tmp/api-token" "$tmp/gh-secret" "$tmp/gl-token"
 cat >"$tmp/syncd.yaml" <<EOF
 resync: 1h
 listen: 127.0.0.1:0
@@ -232,7 +236,7 @@ image() {
 }
 expect_eq "$(image)" nginx:1.0 "a push with a bad signature changes nothing"
 hget /hooks/git -X POST -H "Content-Type: application/json" -H "X-GitHub-Event: push" \
-	-H "X-Hub-Signature-256: sha256=$(sig "$payload" gh-secret)" --data-binary "$payload"
+	-H "X-Hub-Signature-256: sha256=$(sig "$payload" gh-hook-7c2e)" --data-binary "$payload"
 expect_eq "$hcode $(printf '%s' "$hbody" | jq -r .triggered)" "202 2" \
 	"GitHub push with a good signature: 202, both apps of the repository polled"
 image_is() { [ "$(image)" = "$1" ]; }
@@ -243,7 +247,7 @@ else
 fi
 gl=$(jq -cn --arg u "file://$repo" '{object_kind: "push", ref: "refs/heads/other", project: {git_http_url: $u}}')
 hget /hooks/git -X POST -H "Content-Type: application/json" -H "X-Gitlab-Event: Push Hook" \
-	-H "X-Gitlab-Token: gl-token" --data-binary "$gl"
+	-H "X-Gitlab-Token: gl-hook-91ab" --data-binary "$gl"
 expect_eq "$hcode $(printf '%s' "$hbody" | jq -r .triggered)" "202 0" \
 	"GitLab push to another branch: 202, nothing polled"
 hget /hooks/git -X POST -H "Content-Type: application/json" -H "X-Gitlab-Event: Push Hook" \
@@ -372,7 +376,7 @@ fi
 
 term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"
-if grep -q 'api-token-1\|gh-secret\|gl-token\|Bearer' "$tmp/run.err"; then
+if grep -q 'api-token-1\|gh-hook-7c2e\|gl-hook-91ab\|Bearer' "$tmp/run.err"; then
 	not_ok "no secret in the log"
 else
 	ok "no secret in the log"

@@ -474,8 +474,9 @@ expect_eq "$(cm_value s5 k-bad)" "absent (404)" "broken app: nothing of it is ap
 stop_syncd "broken app"
 
 # === 2. the Git server down and back =====================================
-printf 's3cret\n' >"$tmp/password"
-if ! gitsrv_tls_ca "$tmp/tls" || ! gitsrv_http_start "$repos" alice s3cret; then
+printf 's3cret-pass-8c1f\n' >"$tmp/password"
+canary_input "$tmp/password"
+if ! gitsrv_tls_ca "$tmp/tls" || ! gitsrv_http_start "$repos" alice s3cret-pass-8c1f; then
 	ok "git server down: skipped: $gitsrv_why"
 	finish
 fi
@@ -547,7 +548,7 @@ else
 	not_ok "git server down: the file:// app still applies a new commit: $(cm_value s2 g-local-settings)"
 	show_log "$log2"
 fi
-if grep 'app=g-http ' "$log2" | grep -q 's3cret'; then
+if grep 'app=g-http ' "$log2" | grep -q 's3cret-pass-8c1f'; then
 	not_ok "git server down: no password in the log"
 else
 	ok "git server down: no password in the log"

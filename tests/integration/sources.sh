@@ -26,8 +26,7 @@ cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap cleanup EXIT
 
@@ -158,7 +157,8 @@ fi
 if chartrepo_start "$tmp/repo"; then
 	cdn_port=$CHARTREPO_PORT cdn_log=$CHARTREPO_LOG
 	if chartrepo_start "$tmp/elsewhere" --redirect-to "http://localhost:$cdn_port"; then
-		printf 's3cret\n' >"$tmp/repo-password"
+		printf 's3cret-pass-8c1f\n' >"$tmp/repo-password"
+		canary_input "$tmp/repo-password"
 		render --repo "$CHARTREPO_URL" --chart evil --username syncd \
 			--password-file "$tmp/repo-password" --redirect-host localhost \
 			--helm-bin /nonexistent/helm
@@ -246,8 +246,9 @@ if fake plain; then
 	# A registry whose blobs live on another host (its "CDN": the plain
 	# one, named localhost), allowed by name.
 	cdn=$fake_port
-	if fake cdn --redirect-blobs "http://localhost:$cdn" --basic "syncd:s3cret"; then
-		printf 's3cret\n' >"$tmp/registry-password"
+	if fake cdn --redirect-blobs "http://localhost:$cdn" --basic "syncd:s3cret-pass-8c1f"; then
+		printf 's3cret-pass-8c1f\n' >"$tmp/registry-password"
+		canary_input "$tmp/registry-password"
 		rm -rf "$tmp/cache"
 		render --repo "oci://127.0.0.1:$fake_port/team/site" --revision v1 --plain-http \
 			--username syncd --password-file "$tmp/registry-password" \

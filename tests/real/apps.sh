@@ -104,7 +104,7 @@ else
 	finish
 fi
 kc -n "$NS_A" create secret generic git-creds --from-literal=username=alice \
-	--from-literal=password=s3cret --from-file=ca.crt="$tmp/tls/ca.pem" >/dev/null
+	--from-literal=password=s3cret-pass-8c1f --from-file=ca.crt="$tmp/tls/ca.pem" >/dev/null
 # The service account of the limited App: ConfigMaps and its inventory
 # Secret only.
 kc -n "$NS_A" create serviceaccount deployer >/dev/null
@@ -332,7 +332,7 @@ sleep 6 # two resyncs
 expect_eq "$(get "$NS_A" configmap/settings '{.data.value}')|$(get "$NS_A" deployment/web '{.metadata.name}')" \
 	"after|web" "a deleted App's objects stay, and are no longer healed"
 
-if grep -q "s3cret" "$log" "$log.out"; then
+if grep -q "s3cret-pass-8c1f" "$log" "$log.out"; then
 	not_ok "the Git password from the Secret appears in syncd's logs"
 else
 	ok "the Git password from the Secret appears nowhere in syncd's logs"

@@ -37,9 +37,12 @@ real_cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
+	if [ "$K8S_OWNED" = 1 ] && [ -s "${K8S_AUDIT:-}" ]; then
+		canary_scan "the API server's audit log (Events, App objects)" \
+			"$K8S_AUDIT" || status=1
+	fi
 	k8s_stop
-	chmod -R u+w "$tmp" 2>/dev/null
-	rm -rf "$tmp"
+	tmp_remove
 }
 trap real_cleanup EXIT
 

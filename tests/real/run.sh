@@ -616,7 +616,7 @@ else
 fi
 term_wait "${rpid[$L]}" 40
 expect_eq "$rc" 0 "SIGTERM: the last leader exits 0"
-if grep -q 's3cret\|Bearer' "$tmp/run.log" "$tmp/r1.log" "$tmp/r2.log"; then
+if grep -q 's3cret-pass-8c1f\|Bearer' "$tmp/run.log" "$tmp/r1.log" "$tmp/r2.log"; then
 	not_ok "no secret in the logs"
 else
 	ok "no secret in the logs"

@@ -58,6 +58,8 @@ fresh_ns "$NS" "$NS_BAD" "$NS_RUN" "$NS_APP"
 # A value that must never leave the API server and syncd's memory.
 CANARY=canary-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir -p "$tmp/keys" "$tmp/plain" "$tmp/repo/app"
+canary_plant "SOPS plaintext" "$CANARY"
+canary_input "$tmp/plain"
 age-keygen -o "$tmp/keys/age.txt" 2>/dev/null
 age-keygen -o "$tmp/keys/other.txt" 2>/dev/null
 recipient=$(age-keygen -y "$tmp/keys/age.txt")
@@ -138,6 +140,11 @@ keep
 expect_rc 0 "syncd diff right after: nothing to do"
 
 # === 2. a drift edit shows fingerprints =====================================
+# Values a hand edit puts in the live objects: Secret data and a decrypted
+# ConfigMap's, as secret as the plaintext.
+canary_plant "a live Secret's data (a hand edit)" edited-by-hand-1
+canary_plant "a decrypted ConfigMap's live data" edited-by-hand-2
+canary_plant "a decrypted ConfigMap's live data" edited-by-hand-3
 kc -n "$NS" patch secret db --type=merge -p '{"stringData":{"password":"edited-by-hand-1"}}' \
 	--field-manager=kubectl-edit >/dev/null
 kc -n "$NS" patch configmap settings --type=merge -p '{"data":{"token":"edited-by-hand-2"}}' \
@@ -257,7 +264,7 @@ if gitsrv_repo_start deploy 2>/dev/null; then
 		crd_applied=yes &&
 		kc wait --for=condition=Established crd/apps.syncd.io --timeout=30s >/dev/null; then
 		kc -n "$NS_APP" create secret generic git-creds --from-literal=username=alice \
-			--from-literal=password=s3cret --from-file=ca.crt="$tmp/tls/ca.pem" >/dev/null
+			--from-literal=password=s3cret-pass-8c1f --from-file=ca.crt="$tmp/tls/ca.pem" >/dev/null
 		kc -n "$NS_APP" create secret generic sops-age \
 			--from-file=team.agekey="$tmp/keys/other.txt" \
 			--from-file=main.agekey="$tmp/keys/age.txt" >/dev/null

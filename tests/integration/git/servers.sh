@@ -17,7 +17,7 @@
 #                               under ROOT at https://127.0.0.1:$http_port/git/
 #                               (needs gitsrv_tls_ca "$tmp/tls" first)
 #   gitsrv_repo_start NAME      both of the above with user alice, password
-#                               s3cret, and one bare repository NAME.git
+#                               s3cret-pass-8c1f, and one bare repository NAME.git
 #                               (default branch main) with a work tree
 #                               $work; sets $repo_url (https, no
 #                               credentials), writes $tmp/password; then
@@ -144,6 +144,10 @@ gitsrv_http_start() {
 		return 1
 	fi
 	mkdir -p "$d/www"
+	# The server's own files (its request log holds the credentials
+	# syncd sent) are its input, not syncd's output.
+	canary_plant "a Git HTTP password" "$password"
+	canary_input "$d"
 	# apr1 is one of the hashes lighttpd's htpasswd backend reads.
 	printf '%s:%s\n' "$user" "$(printf '%s' "$password" |
 		openssl passwd -apr1 -stdin)" >"$d/htpasswd"
@@ -204,8 +208,9 @@ gitsrv_env() {
 gitsrv_repo_start() {
 	local name=$1
 	mkdir -p "$tmp/repos"
-	printf 's3cret\n' >"$tmp/password"
-	gitsrv_tls_ca "$tmp/tls" && gitsrv_http_start "$tmp/repos" alice s3cret ||
+	printf 's3cret-pass-8c1f\n' >"$tmp/password"
+	canary_input "$tmp/password"
+	gitsrv_tls_ca "$tmp/tls" && gitsrv_http_start "$tmp/repos" alice s3cret-pass-8c1f ||
 		return 1
 	git init -q --bare "$tmp/repos/$name.git" &&
 		git -C "$tmp/repos/$name.git" symbolic-ref HEAD refs/heads/main &&
@@ -223,7 +228,7 @@ gitsrv_push() {
 		git -C "$work" -c user.name=Tester -c user.email=tester@example.com \
 			commit -q -m "$1" &&
 		git -C "$work" -c http.sslCAInfo="$tmp/tls/ca.pem" push -q \
-			"https://alice:s3cret@127.0.0.1:$http_port/git/$gitsrv_repo.git" main &&
+			"https://alice:s3cret-pass-8c1f@127.0.0.1:$http_port/git/$gitsrv_repo.git" main &&
 		git -C "$work" rev-parse HEAD
 }
 
