@@ -111,6 +111,9 @@ hget() {
 	shift
 	hcode=$(curl -sS --max-time 10 -o "$tmp/.h" -w '%{http_code}' "$@" "$ep$p")
 	hbody=$(cat "$tmp/.h")
+	# Every answer (reports, diffs, /metrics, errors) is searched for
+	# the planted tokens and webhook secrets.
+	canary_check "GET $p" "$hbody" || status=1
 }
 # aget PATH [CURL ARGS...]: hget with the API token (api.tokenFile is set,
 # so the apps' documents need it).
