@@ -58,6 +58,10 @@ struct sync {
 	bool crd_applied;
 	/* Some object other than compare: ignore ones is written. */
 	bool writes;
+	/* A write was refused as no longer allowed (ERR_CANCELED): the
+	 * pass stops there; the first such message. */
+	bool canceled;
+	struct err cancel;
 };
 
 static enum phase phase_of(struct sync *s, const struct diff_key *k)
@@ -243,6 +247,8 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 	bool replaced = false;
 	int rc;
 
+	if (s->canceled)
+		return 0;
 	/* compare: ignore objects go only with other writes. */
 	if (!r->apply || (r->state == DIFF_IN_SYNC && !s->writes)) {
 		s->res->unchanged++;
@@ -298,7 +304,10 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 	if (rc >= 0 && stored)
 		s->stored[r - s->report->objects] = json_incref(stored);
 	json_decref(stored);
-	if (rc < 0) {
+	if (rc == ERR_CANCELED) {
+		s->canceled = true;
+		err_set(&s->cancel, rc, "%s", err_first(&e));
+	} else if (rc < 0) {
 		fail(s, &r->key,
 		     err_count(&e) ? err_first(&e) : "apply failed");
 	} else {
@@ -558,6 +567,8 @@ static void prune_wave(struct sync *s, long wave)
 			long w;
 			int rc;
 
+			if (s->canceled)
+				return;
 			if (r->state != DIFF_ORPHAN || s->prune_seen[i] ||
 			    !(o = diff_objset_get(live, &r->key)))
 				continue;
@@ -587,7 +598,10 @@ static void prune_wave(struct sync *s, long wave)
 			if (rc == 0)
 				rc = kube_delete(s->app->client, res, r->key.ns,
 						 r->key.name, &dopt, &e);
-			if (rc < 0 && rc != ERR_NOTFOUND) {
+			if (rc == ERR_CANCELED) {
+				s->canceled = true;
+				err_set(&s->cancel, rc, "%s", err_first(&e));
+			} else if (rc < 0 && rc != ERR_NOTFOUND) {
 				fail(s, &r->key, err_first(&e));
 			} else {
 				log_line(s, &r->key, "pruned");
@@ -766,7 +780,7 @@ static bool apply_waves(struct sync *s)
 	long w = 0, next;
 	bool more = next_wave(s, true, 0, &w);
 
-	while (more) {
+	while (more && !s->canceled) {
 		for (int phase = PHASE_CLUSTER; phase <= PHASE_NAMESPACED;
 		     phase++)
 			for (size_t i = 0; i < s->report->len; i++) {
@@ -781,6 +795,8 @@ static bool apply_waves(struct sync *s)
 				apply_one(s, r);
 			}
 		more = next_wave(s, false, w, &next);
+		if (s->canceled)
+			return false;
 		if (more && !s->opts->dry_run && !wave_healthy(s, w, next))
 			return false;
 		w = next;
@@ -805,8 +821,9 @@ int app_sync(struct app *app, const struct diff_report *report,
 	     const struct app_sync_options *opts, struct app_sync_result *res,
 	     struct err *err)
 {
-	struct sync s = {app,  report, desired, opts,  res,  BUF_INIT,
-			 NULL, NULL,   NULL,    NULL,  false, false};
+	struct sync s = {app,	   report, desired, opts,    res,
+			 BUF_INIT, NULL,   NULL,    NULL,    NULL,
+			 false,	   false,  false,   ERR_INIT};
 	int error = 0;
 
 	s.done = calloc(report->len + 1, sizeof(*s.done));
@@ -834,15 +851,20 @@ int app_sync(struct app *app, const struct diff_report *report,
 			apply_one(&s, r);
 		}
 	}
-	if (s.crd_applied)
+	if (s.crd_applied && !s.canceled)
 		wait_crds(&s);
 	/* A wave that is not healthy yet stops the pass: no prune. */
 	if (!apply_waves(&s))
 		goto out;
 	prune(&s);
-	if (res->pruned && !opts->dry_run)
+	if (res->pruned && !opts->dry_run && !s.canceled)
 		update_parent(&s);
 out:
+	/* Stopped, not failed: what was not written is left for later. */
+	if (s.canceled && !error)
+		error = err_set(err, ERR_CANCELED, "sync stopped: %s",
+				err_first(&s.cancel));
+	err_release(&s.cancel);
 	for (size_t i = 0; s.stored && i < report->len; i++)
 		json_decref(s.stored[i]);
 	free(s.stored);

@@ -132,6 +132,7 @@ int ctl_cluster_open(struct ctl_cluster *cl, struct err *err)
 	ko.burst = c->cfg->burst;
 	ko.on_response = on_response;
 	ko.on_response_ctx = cl;
+	ctl_write_guard(c, &ko);
 	if ((error = app_conn_open_with(&cl->conn, &co, &ko, &e)) < 0) {
 		app_conn_close(&cl->conn);
 		goto out;

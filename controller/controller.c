@@ -210,6 +210,23 @@ static struct kube_watchcache *app_wc(struct controller *c,
 	return a->cluster ? a->cluster->wc : c->wc;
 }
 
+static bool may_write(void *ctx)
+{
+	struct controller *c = ctx;
+
+	return atomic_load(&c->leading);
+}
+
+void ctl_write_guard(struct controller *c, struct kube_client_options *ko)
+{
+	if (!c->cfg->leader.enabled)
+		return;
+	ko->may_write = may_write;
+	ko->may_write_ctx = c;
+	ko->unacked_timeout_ms =
+		(unsigned)(c->cfg->leader.lease_ms - c->cfg->leader.renew_ms);
+}
+
 /*
  * An App with serviceAccountName reads and writes as that service
  * account of its namespace (RBAC decides), with a client of its own.
@@ -226,6 +243,7 @@ static int impersonate(struct controller *c, struct ctl_app *a,
 	ko.qps = c->cfg->qps;
 	ko.burst = c->cfg->burst;
 	ko.impersonate_user = buf_cstr(&user);
+	ctl_write_guard(c, &ko);
 	if ((error = kube_client_new(&a->client, &c->conn.cfg, &ko, err)) ==
 	    0)
 		error = kube_discovery_new(&a->disc, a->client, err);
@@ -1065,6 +1083,15 @@ static int pass(struct controller *c, struct ctl_app *a)
 	rc = 0;
 	goto out;
 fail:
+	if (err.code == ERR_CANCELED) {
+		/*
+		 * Leadership ended mid-pass: its writes stopped, and the
+		 * status stays as it was (the next leader finishes the pass).
+		 */
+		log_warn("pass stopped", "app", ca->name, "revision", a->commit,
+			 "reason", err_first(&err), NULL);
+		goto quiet;
+	}
 	if (a->cluster && !atomic_load(&a->cluster->up)) {
 		struct err named = ERR_INIT;
 
@@ -1090,6 +1117,7 @@ out:
 			rc ? err_first(&err) : NULL,
 			stale ? a->source_error : NULL,
 			(double)(clk_mono_ms() - now) / 1000.0);
+quiet:
 	a->cur_report = NULL;
 	a->cur_app = NULL;
 	json_decref(a->drift_notes);
@@ -1167,6 +1195,7 @@ int controller_new(struct controller **out, const struct config *cfg,
 	co.prefer_in_cluster = !cfg->kubeconfig;
 	ko.qps = cfg->qps;
 	ko.burst = cfg->burst;
+	ctl_write_guard(c, &ko);
 	if ((error = app_conn_open_with(&c->conn, &co, &ko, err)) < 0 ||
 	    (error = ctl_clusters_new(c, err)) < 0)
 		goto fail;

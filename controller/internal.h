@@ -212,6 +212,15 @@ struct ctl_cluster {
 };
 
 int ctl_clusters_new(struct controller *c, struct err *err);
+
+/*
+ * With leader election: the client options that stop a replica's writes
+ * once it no longer leads (each attempt asks c->leading), and bound how
+ * late a write sent just before can still land (leaseDuration - renew
+ * deadline): no write of it reaches the server after its Lease could be
+ * taken over. Without: nothing.
+ */
+void ctl_write_guard(struct controller *c, struct kube_client_options *ko);
 /* The watch caches' callback: a managed object of app `id` changed. */
 void ctl_on_change(const char *id, const char *rv, void *ctx);
 /* The cluster `name` names; NULL for the home cluster (or NULL name). */

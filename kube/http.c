@@ -21,6 +21,8 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -82,6 +84,9 @@ struct kube_client {
 
 	void (*on_response)(const char *verb, int code, void *ctx);
 	void *on_response_ctx;
+	bool (*may_write)(void *ctx);
+	void *may_write_ctx;
+	unsigned unacked_timeout_ms;
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -320,6 +325,9 @@ int kube_client_new(struct kube_client **out, struct kube_config *cfg,
 						: "syncd/" SYNCD_VERSION);
 	c->on_response = opts->on_response;
 	c->on_response_ctx = opts->on_response_ctx;
+	c->may_write = opts->may_write;
+	c->may_write_ctx = opts->may_write_ctx;
+	c->unacked_timeout_ms = opts->unacked_timeout_ms;
 	c->idle = calloc(POOL_MAX_IDLE, sizeof(*c->idle));
 	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&c->share_locks[i], NULL);
@@ -533,6 +541,23 @@ static bool memchr_ctl(const char *p, size_t n)
  * (curl copies blobs, but not the bearer token header we build into the
  * list).
  */
+/*
+ * Every connection of a client with unacked_timeout_ms: the kernel
+ * aborts it when sent bytes stay unacknowledged that long, instead of
+ * retransmitting them for minutes (and delivering them after a
+ * partition heals).
+ */
+static int on_socket(void *ctx, curl_socket_t fd, curlsocktype purpose)
+{
+	const struct kube_client *c = ctx;
+	unsigned ms = c->unacked_timeout_ms;
+
+	if (purpose == CURLSOCKTYPE_IPCXN &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)) < 0)
+		return CURL_SOCKOPT_ERROR;
+	return CURL_SOCKOPT_OK;
+}
+
 static int setup(struct kube_client *c, CURL *h, const char *method,
 		 const char *path, const char *content_type, const char *accept,
 		 const struct kube_credentials *cr, struct curl_slist **headers,
@@ -557,6 +582,10 @@ static int setup(struct kube_client *c, CURL *h, const char *method,
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (c->unacked_timeout_ms) {
+		curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, on_socket);
+		curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, c);
+	}
 	curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	if (c->connect_to) {
@@ -977,6 +1006,14 @@ int kube_request_accept(struct kube_client *c, const char *method,
 		goto out;
 	}
 	for (;;) {
+		if (c->may_write && strcmp(method, "GET") &&
+		    strcmp(method, "HEAD") && !c->may_write(c->may_write_ctx)) {
+			error = err_set(err, ERR_CANCELED,
+					"%s %s: not sent: this replica no "
+					"longer leads",
+					method, path);
+			goto out;
+		}
 		buf_reset(&resp->body);
 		resp->code = 0;
 		json_decref(resp->status);

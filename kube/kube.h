@@ -150,6 +150,22 @@ struct kube_client_options {
 	 */
 	void (*on_response)(const char *verb, int code, void *ctx);
 	void *on_response_ctx;
+	/*
+	 * Writes only while may_write(may_write_ctx) is true (the
+	 * controller: while this replica leads). It is asked before every
+	 * attempt of a write (POST, PUT, PATCH, DELETE); a write it refuses
+	 * is not sent and fails with ERR_CANCELED. NULL: always true.
+	 */
+	bool (*may_write)(void *ctx);
+	void *may_write_ctx;
+	/*
+	 * Bytes sent and not acknowledged by the server for this long abort
+	 * their connection (TCP_USER_TIMEOUT), so no request is delivered
+	 * later than that after it was sent: with may_write, what bounds a
+	 * write begun just before leadership ended to land before the
+	 * Lease can be taken over. 0: the kernel's default (minutes).
+	 */
+	unsigned unacked_timeout_ms;
 };
 
 /*
@@ -602,8 +618,10 @@ struct kube_leader_options {
 	long renew_ms; /* the leader gives up after this; 0: 10 s */
 	long retry_ms; /* between attempts; 0: 2 s */
 	/*
-	 * Callbacks, all called from the elector thread, never with a lock
-	 * held; each may be NULL. started_leading and stopped_leading come
+	 * Callbacks, called from the elector thread (stopped_leading also
+	 * from the deadline watchdog, when a renewal hangs past the renew
+	 * deadline), one at a time, never with a lock held; each may be
+	 * NULL. started_leading and stopped_leading come
 	 * in pairs: stopped_leading follows every started_leading (when the
 	 * renew deadline passed, or in kube_leader_stop() while leading, then
 	 * before the Lease is released, so that the work stops first).

@@ -41,7 +41,14 @@ struct kube_leader {
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	/*
+	 * Held across a change of `leading` and its callback, so that
+	 * started_leading and stopped_leading come in order, in pairs,
+	 * whichever thread calls them.
+	 */
+	pthread_mutex_t cb_lock;
 	pthread_t thread;
+	pthread_t watchdog; /* stops leading at the renew deadline */
 	/* Under lock. */
 	bool started;
 	bool stopping;
@@ -49,7 +56,8 @@ struct kube_leader {
 	bool leading;
 	long long renewed_ms; /* start of the last successful write */
 
-	/* The elector thread's own, read by kube_leader_stop() after the join. */
+	/* The elector thread's own, read by kube_leader_stop() after the join.
+	 */
 	json_t *observed;      /* the Lease as last read or written */
 	long long observed_ms; /* when its spec last changed */
 	char *seen_holder;     /* holder last reported to new_leader */
@@ -331,26 +339,86 @@ static bool stopping(struct kube_leader *l)
 	return v;
 }
 
-/* Lead from `start` on, or stop leading; callbacks run unlocked. */
-static void set_leading(struct kube_leader *l, bool leading, long long start)
+/*
+ * Lead from `start` on, or stop leading (with `expired`, only once the
+ * renew deadline has passed since the last renewal). True when the state
+ * changed: its callback has then run, without l->lock held.
+ */
+static bool set_leading(struct kube_leader *l, bool leading, long long start,
+			bool expired)
 {
+	bool change;
+
+	pthread_mutex_lock(&l->cb_lock);
 	pthread_mutex_lock(&l->lock);
-	l->leading = leading;
-	if (leading)
-		l->renewed_ms = start;
+	change = l->leading != leading &&
+		 (!expired || now_ms() - l->renewed_ms >= l->renew_ms);
+	if (change) {
+		l->leading = leading;
+		if (leading)
+			l->renewed_ms = start;
+		pthread_cond_broadcast(&l->wake);
+	}
 	pthread_mutex_unlock(&l->lock);
-	if (leading && l->started_leading)
+	if (change && leading && l->started_leading)
 		l->started_leading(l->ctx);
-	if (!leading && l->stopped_leading)
+	if (change && !leading && l->stopped_leading)
 		l->stopped_leading(l->ctx);
+	pthread_mutex_unlock(&l->cb_lock);
+	return change;
+}
+
+/* Whether leading, and since when the last renewal counts. */
+static bool leading_now(struct kube_leader *l, long long *renewed)
+{
+	bool v;
+
+	pthread_mutex_lock(&l->lock);
+	v = l->leading;
+	*renewed = l->renewed_ms;
+	pthread_mutex_unlock(&l->lock);
+	return v;
+}
+
+/*
+ * The renew deadline is kept by a thread of its own: the elector's
+ * request may hang (a partition drops packets silently) for longer than
+ * the deadline, and the work must stop before any standby could take the
+ * Lease, not when that request gives up.
+ */
+static void *watchdog(void *arg)
+{
+	struct kube_leader *l = arg;
+	struct timespec ts;
+	long long deadline;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stopping) {
+		if (!l->leading) {
+			pthread_cond_wait(&l->wake, &l->lock);
+			continue;
+		}
+		deadline = l->renewed_ms + l->renew_ms;
+		if (now_ms() >= deadline) {
+			pthread_mutex_unlock(&l->lock);
+			set_leading(l, false, 0, true);
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
+		ts.tv_sec = (time_t)(deadline / 1000);
+		ts.tv_nsec = (long)(deadline % 1000) * 1000000L;
+		pthread_cond_timedwait(&l->wake, &l->lock, &ts);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
 }
 
 static void *elector(void *arg)
 {
 	struct kube_leader *l = arg;
 	struct err e = ERR_INIT;
-	bool leading = false;
-	long long start, next;
+	long long start, next, renewed;
+	bool leading;
 	int rc;
 
 	while (!stopping(l)) {
@@ -358,37 +426,38 @@ static void *elector(void *arg)
 		rc = try_acquire_or_renew(l, &e);
 		report(l, &e);
 		if (rc == 1 && now_ms() - start < l->renew_ms) {
-			if (!leading) {
-				set_leading(l, true, start);
-			} else {
-				pthread_mutex_lock(&l->lock);
+			/*
+			 * The record names us from `start` on (the write
+			 * reached the server after it), also when the
+			 * watchdog gave up meanwhile: lead again.
+			 */
+			pthread_mutex_lock(&l->lock);
+			leading = l->leading;
+			if (leading)
 				l->renewed_ms = start;
-				pthread_mutex_unlock(&l->lock);
-			}
-			leading = true;
-		} else if (leading && (rc == 0 || now_ms() - l->renewed_ms >=
-							  l->renew_ms)) {
+			pthread_mutex_unlock(&l->lock);
+			if (!leading)
+				set_leading(l, true, start, false);
+		} else {
 			/*
 			 * Someone else holds the Lease, or no renewal got
 			 * through within the deadline: before any standby
-			 * may take over, stop acting as the leader.
+			 * may take over, stop acting as the leader (the
+			 * watchdog does it at the deadline when this
+			 * attempt hung past it).
 			 */
-			set_leading(l, false, 0);
-			leading = false;
+			set_leading(l, false, 0, rc != 0);
 		}
 		next = now_ms() + l->retry_ms;
-		if (!leading)
+		if (!leading_now(l, &renewed))
 			next += draw(l, l->retry_ms * JITTER_TENTHS / 10 + 1);
-		else if (l->renewed_ms + l->renew_ms < next)
-			next = l->renewed_ms + l->renew_ms;
+		else if (renewed + l->renew_ms < next)
+			next = renewed + l->renew_ms;
 		nap_until(l, next);
 	}
-	if (leading) {
-		/* The work stops before the Lease is handed on. */
-		set_leading(l, false, 0);
-		if (l->release)
-			l->release_error = release_lease(l, &l->release_err);
-	}
+	/* The work stops before the Lease is handed on. */
+	if (set_leading(l, false, 0, false) && l->release)
+		l->release_error = release_lease(l, &l->release_err);
 	err_release(&e);
 	return NULL;
 }
@@ -397,7 +466,7 @@ static void *elector(void *arg)
 /* Public */
 
 int kube_leader_new(struct kube_leader **out, struct kube_client *client,
-	       const struct kube_leader_options *opts, struct err *err)
+		    const struct kube_leader_options *opts, struct err *err)
 {
 	struct kube_leader *l = NULL;
 	pthread_condattr_t attr;
@@ -430,9 +499,12 @@ int kube_leader_new(struct kube_leader **out, struct kube_client *client,
 		goto out;
 	}
 	l->client = client;
-	l->lease_ms = opts->lease_ms ? opts->lease_ms : KUBE_LEADER_LEASE_MS_DEFAULT;
-	l->renew_ms = opts->renew_ms ? opts->renew_ms : KUBE_LEADER_RENEW_MS_DEFAULT;
-	l->retry_ms = opts->retry_ms ? opts->retry_ms : KUBE_LEADER_RETRY_MS_DEFAULT;
+	l->lease_ms =
+		opts->lease_ms ? opts->lease_ms : KUBE_LEADER_LEASE_MS_DEFAULT;
+	l->renew_ms =
+		opts->renew_ms ? opts->renew_ms : KUBE_LEADER_RENEW_MS_DEFAULT;
+	l->retry_ms =
+		opts->retry_ms ? opts->retry_ms : KUBE_LEADER_RETRY_MS_DEFAULT;
 	if (l->retry_ms <= 0 || l->renew_ms <= 0 ||
 	    l->lease_ms <= l->renew_ms ||
 	    l->renew_ms * 10 <= l->retry_ms * JITTER_TENTHS ||
@@ -468,6 +540,7 @@ int kube_leader_new(struct kube_leader **out, struct kube_client *client,
 		goto out;
 	}
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->cb_lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->wake, &attr);
@@ -498,10 +571,19 @@ int kube_leader_start(struct kube_leader *l, struct err *err)
 				"lease %s/%s: already started", l->ns, l->name);
 		goto out;
 	}
-	if ((rc = pthread_create(&l->thread, NULL, elector, l))) {
+	if ((rc = pthread_create(&l->watchdog, NULL, watchdog, l))) {
 		error = err_set(err, ERR_IO, "lease %s/%s: thread: %s", l->ns,
 				l->name, strerror(rc));
 		goto out;
+	}
+	if ((rc = pthread_create(&l->thread, NULL, elector, l))) {
+		error = err_set(err, ERR_IO, "lease %s/%s: thread: %s", l->ns,
+				l->name, strerror(rc));
+		l->stopping = true;
+		pthread_cond_broadcast(&l->wake);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->watchdog, NULL);
+		return error;
 	}
 	l->started = true;
 out:
@@ -539,6 +621,7 @@ int kube_leader_stop(struct kube_leader *l, bool release, struct err *err)
 	if (!join)
 		return 0;
 	pthread_join(l->thread, NULL);
+	pthread_join(l->watchdog, NULL);
 	error = l->release_error;
 	if (error < 0 && err)
 		err_move(err, &l->release_err);
@@ -553,6 +636,7 @@ void kube_leader_free(struct kube_leader *l)
 	kube_leader_stop(l, false, NULL);
 	pthread_cond_destroy(&l->wake);
 	pthread_mutex_destroy(&l->lock);
+	pthread_mutex_destroy(&l->cb_lock);
 	json_decref(l->observed);
 	free(l->seen_holder);
 	free(l->ns);

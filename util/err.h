@@ -22,14 +22,15 @@
 enum err_code {
 	ERR_GENERIC = -1,
 	ERR_NOMEM = -2,
-	ERR_LIMIT = -3,    /* a size, count or depth cap was hit */
-	ERR_IO = -4,       /* a system call failed */
-	ERR_PARSE = -5,    /* malformed input (YAML, JSON, fieldsV1, ...) */
-	ERR_INVALID = -6,  /* well-formed but not acceptable */
+	ERR_LIMIT = -3,	  /* a size, count or depth cap was hit */
+	ERR_IO = -4,	  /* a system call failed */
+	ERR_PARSE = -5,	  /* malformed input (YAML, JSON, fieldsV1, ...) */
+	ERR_INVALID = -6, /* well-formed but not acceptable */
 	ERR_NOTFOUND = -7,
-	ERR_EXISTS = -8,   /* duplicate */
+	ERR_EXISTS = -8, /* duplicate */
 	ERR_TIMEOUT = -9,
-	ERR_USAGE = -10,   /* bad command line */
+	ERR_USAGE = -10,    /* bad command line */
+	ERR_CANCELED = -11, /* not done on purpose (e.g. no longer leading) */
 };
 
 /* Problems beyond this many are counted, not kept. */

@@ -766,3 +766,60 @@ Test(kube_http, token_with_header_break_refused)
 	err_release(&err);
 	kube_client_free(c);
 }
+
+static bool writes_allowed;
+
+static bool may_write(void *ctx)
+{
+	(void)ctx;
+	return writes_allowed;
+}
+
+/* A client whose writes are stopped (a replica that no longer leads). */
+Test(kube_http, writes_stop_when_may_write_says_so)
+{
+	struct kube_client_options o = {0};
+	struct kube_response resp = KUBE_RESPONSE_INIT;
+	struct err err = ERR_INIT;
+	struct kube_client *c;
+	const char *body = "{\"data\": {\"k\": \"v2\"}}";
+
+	o.may_write = may_write;
+	o.unacked_timeout_ms = 2000;
+	c = client(&o);
+	writes_allowed = true;
+	create_cm(c, "guarded", "v1");
+
+	writes_allowed = false;
+	cr_assert_eq(kube_request(c, "PATCH", CM_PATH "/guarded",
+				  "application/merge-patch+json", body,
+				  strlen(body), &resp, &err),
+		     ERR_CANCELED, "%s", err_msg(&err));
+	cr_assert(strstr(err_msg(&err), "not sent"), "%s", err_msg(&err));
+	err_reset(&err);
+	cr_assert_eq(kube_request(c, "DELETE", CM_PATH "/guarded", NULL, NULL,
+				  0, &resp, &err),
+		     ERR_CANCELED);
+	err_reset(&err);
+	/* Reads go on; the server saw no write but the first. */
+	cr_assert_eq(kube_request(c, "GET", CM_PATH "/guarded", NULL, NULL, 0,
+				  &resp, &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(resp.json, "data"), "k")),
+			 "v1");
+	cr_assert_eq(test_emu_count(&emu, "patch", "configmaps", 0) +
+			     test_emu_count(&emu, "delete", "configmaps", 0),
+		     0);
+	cr_assert_eq(kube_client_requests(c), 2);
+
+	writes_allowed = true;
+	cr_assert_eq(kube_request(c, "PATCH", CM_PATH "/guarded",
+				  "application/merge-patch+json", body,
+				  strlen(body), &resp, &err),
+		     0, "%s", err_msg(&err));
+
+	kube_response_release(&resp);
+	err_release(&err);
+	kube_client_free(c);
+}

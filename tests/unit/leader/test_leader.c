@@ -31,7 +31,8 @@ struct probe {
 	atomic_int stopped;
 	atomic_int failed;
 	atomic_int new_leader;
-	char last_leader[128]; /* written and read after a join only */
+	atomic_int failed_at_stop; /* `failed` at the first stop, + 1 */
+	char last_leader[128];	   /* written and read after a join only */
 };
 
 struct elector {
@@ -48,7 +49,6 @@ static struct kube_discovery *disc;
 static struct elector el[2];
 static struct err err = ERR_INIT;
 
-
 static void on_started(void *ctx)
 {
 	struct probe *p = ctx;
@@ -59,7 +59,10 @@ static void on_started(void *ctx)
 static void on_stopped(void *ctx)
 {
 	struct probe *p = ctx;
+	int none = 0;
 
+	atomic_compare_exchange_strong(&p->failed_at_stop, &none,
+				       atomic_load(&p->failed) + 1);
 	atomic_fetch_add(&p->stopped, 1);
 }
 
@@ -245,7 +248,8 @@ Test(leader, alone_becomes_leader_and_renews)
 	cr_assert(kube_leader_is_leader(el[0].l));
 	cr_assert_gt(test_emu_count(&emu, "update", LEASES, 200), 0);
 
-	cr_assert_eq(kube_leader_stop(el[0].l, false, &err), 0, "%s", err_msg(&err));
+	cr_assert_eq(kube_leader_stop(el[0].l, false, &err), 0, "%s",
+		     err_msg(&err));
 	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_eq(atomic_load(&el[0].p.stopped), 1);
 }
@@ -260,8 +264,8 @@ Test(leader, two_electors_never_both_lead)
 	elector_start(0, 1200, 800, 200);
 	elector_start(1, 1200, 800, 200);
 	deadline = clk_mono_ms() + WAIT_MS;
-	while (!kube_leader_is_leader(el[0].l) && !kube_leader_is_leader(el[1].l) &&
-	       clk_mono_ms() < deadline)
+	while (!kube_leader_is_leader(el[0].l) &&
+	       !kube_leader_is_leader(el[1].l) && clk_mono_ms() < deadline)
 		clk_sleep_ms(10);
 
 	deadline = clk_mono_ms() + 3000;
@@ -347,7 +351,8 @@ Test(leader, crashed_leader_is_replaced_after_lease_duration)
 	json_decref(lease);
 
 	/* A crash: it stops renewing and does not release. */
-	cr_assert_eq(kube_leader_stop(el[0].l, false, &err), 0, "%s", err_msg(&err));
+	cr_assert_eq(kube_leader_stop(el[0].l, false, &err), 0, "%s",
+		     err_msg(&err));
 	cr_assert_not(kube_leader_is_leader(el[0].l));
 
 	/* Shortly after, the Lease is still replica-0's. */
@@ -396,6 +401,41 @@ Test(leader, failed_renewals_stop_leading)
 	while (atomic_load(&el[0].p.started) < 2 && clk_mono_ms() < deadline)
 		clk_sleep_ms(10);
 	cr_assert_eq(atomic_load(&el[0].p.started), 2);
+	cr_assert(wait_leader(0, WAIT_MS));
+}
+
+/*
+ * A partition drops packets silently: the renewal hangs until the
+ * client's timeout (2 s, retried once), far past the renew deadline
+ * (800 ms) and the lease (1200 ms). Leadership must end at the deadline,
+ * while that request still hangs, not when it fails.
+ */
+Test(leader, hung_renewal_stops_leading_at_the_deadline)
+{
+	uint64_t deadline;
+	int failed;
+
+	elector_start(0, 1200, 800, 200);
+	cr_assert(wait_leader(0, WAIT_MS));
+	failed = atomic_load(&el[0].p.failed);
+	cr_assert_eq(test_emu_faults(&emu, "verb=get,resource=" LEASES
+					   ",latency=5s,count=2"),
+		     0);
+	deadline = clk_mono_ms() + WAIT_MS;
+	while (atomic_load(&el[0].p.stopped) == 0 && clk_mono_ms() < deadline)
+		clk_sleep_ms(10);
+	cr_assert_eq(atomic_load(&el[0].p.stopped), 1,
+		     "stopped_leading was not called");
+	cr_assert_not(kube_leader_is_leader(el[0].l));
+	cr_assert_eq(atomic_load(&el[0].p.failed_at_stop), failed + 1,
+		     "stopped leading only after the hung request failed");
+
+	/* Once the requests go through, it renews and leads again. */
+	deadline = clk_mono_ms() + 30000;
+	while (atomic_load(&el[0].p.started) < 2 && clk_mono_ms() < deadline)
+		clk_sleep_ms(10);
+	cr_assert_eq(atomic_load(&el[0].p.started), 2);
+	cr_assert_gt(atomic_load(&el[0].p.failed), failed);
 	cr_assert(wait_leader(0, WAIT_MS));
 }
 
@@ -505,7 +545,8 @@ Test(leader, options_are_checked)
 	o.name = LEASE;
 
 	/* Defaults: client-go's durations, identity "HOST_<16 hex>". */
-	cr_assert_eq(kube_leader_new(&l, client, &o, &err), 0, "%s", err_msg(&err));
+	cr_assert_eq(kube_leader_new(&l, client, &o, &err), 0, "%s",
+		     err_msg(&err));
 	id = kube_leader_identity(l);
 	cr_assert_eq(gethostname(host, sizeof(host)), 0);
 	host[sizeof(host) - 1] = '\0';
