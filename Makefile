@@ -2,7 +2,8 @@
 #
 #   make            build build/syncd (and build/kube-emu, the test API server)
 #   make test       build and run every test (unit, data-driven, integration,
-#                   and the real tier when Go is installed)
+#                   the fuzz targets for FUZZ_TEST_SECONDS each when clang
+#                   is installed, and the real tier when Go is installed)
 #   make check-deps check that each room includes only what it may
 #   make fuzz       build the libFuzzer targets (clang) and run each briefly
 #   make check      the tests under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -12,6 +13,9 @@
 #                   helm, the registry, oras, sops and age from their Go
 #                   modules (tests/k8s) into build/k8s
 #   make cluster    start the real control plane on loopback until Ctrl-C
+#   make soak       the fault soak on the real control plane for SOAK_SECONDS
+#                   (default 600): API server, etcd, syncd, Git server, full
+#                   cache disk and network cut, one summary line per fault
 #   make bench      run the benchmarks in bench/ (compares with peers)
 #   make demo       syncd run keeping examples/guestbook converged on kube-emu,
 #                   narrated step by step
@@ -41,8 +45,11 @@ PKGS := libgit2:libgit2-dev yaml-0.1:libyaml-dev libcurl:libcurl4-openssl-dev \
 # curl, jq, openssl (kube-emu --tls), the real Git servers and signers
 # of tests/integration/git.sh (lighttpd + git http-backend, sshd, gpg),
 # and python3 (the chart repository and fake registry of the source tests).
+# The fuzz targets (make fuzz, the fuzz phase of make test): clang and its
+# libFuzzer runtime.
+FUZZ_DEB_PACKAGES := clang libclang-rt-14-dev
 DEB_PACKAGES := build-essential pkg-config valgrind git time openssl curl jq \
-	python3 \
+	python3 $(FUZZ_DEB_PACKAGES) \
 	libjsonnet-dev lighttpd lighttpd-mod-openssl openssh-server \
 	openssh-client gnupg gpgv \
 	$(foreach p,$(PKGS),$(word 2,$(subst :, ,$(p))))
@@ -153,8 +160,8 @@ EMU_UNIT := $(BUILD)/tests/unit-kube-emu
 UNIT_BINS += $(EMU_UNIT)
 
 .PHONY: all test check valgrind deps bench demo clean format help unit k8s check-banned \
-	check-deps fuzz \
-	cluster
+	check-deps fuzz fuzz-build \
+	cluster soak
 .DEFAULT_GOAL := all
 
 all: $(SYNCD) $(KUBE_EMU)
@@ -219,6 +226,7 @@ K8S_INPUTS := tests/k8s/build.sh tests/k8s/go.mod tests/k8s/go.sum \
 	$(wildcard tests/k8s/tools/*/go.mod tests/k8s/tools/*/go.sum \
 		tests/k8s/tools/*/*.go)
 HAVE_GO := $(shell command -v go >/dev/null 2>&1 && echo yes)
+HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
 k8s: $(K8S_STAMP)
 
@@ -229,10 +237,22 @@ $(K8S_STAMP): $(K8S_INPUTS)
 cluster: $(K8S_STAMP)
 	@tests/k8s/cluster.sh
 
+# The fault soak (tests/soak/soak.sh, root for namespaces and tmpfs); a
+# 2-minute version runs in the real tier of `make test` (tests/real/soak.sh).
+SOAK_SECONDS ?= 600
+soak: $(SYNCD) $(K8S_STAMP)
+	@BUILD=$(BUILD) bash tests/soak/soak.sh $(SOAK_SECONDS)
+
 # Everything the test driver runs: unit binaries, the CLI, integration
-# scripts, and the real tier when Go can build the control plane.
-test: check-banned check-deps $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) $(if $(HAVE_GO),$(K8S_STAMP))
-	@BUILD=$(BUILD) tests/run.sh
+# scripts, the fuzz targets when clang is installed (always in build-fuzz/,
+# built with clang whatever $(BUILD) and CC are), and the real tier when Go
+# can build the control plane. TEST_PHASES: the phases of tests/run.sh.
+TEST_PHASES ?= unit integration fuzz real
+test: check-banned check-deps $(SYNCD) $(KUBE_EMU) $(UNIT_BINS) \
+		$(if $(HAVE_GO),$(K8S_STAMP)) \
+		$(if $(and $(HAVE_CLANG),$(filter fuzz,$(TEST_PHASES))),fuzz-build)
+	@BUILD=$(BUILD) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) \
+		tests/run.sh $(TEST_PHASES)
 
 # Every product source file ends its includes with util/banned.h, so a
 # banned function (strcpy, sprintf, atoi, ...) fails to compile.
@@ -256,29 +276,43 @@ check-banned:
 		exit 1; \
 	fi
 
+# Not the fuzz phase: the fuzz targets run under the sanitizers anyway.
 check:
-	$(MAKE) SANITIZE=address,undefined test
+	$(MAKE) SANITIZE=address,undefined TEST_PHASES="unit integration real" test
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang under
-# ASan+UBSan into build-fuzz/fuzz/, each then run for FUZZ_SECONDS from
-# its seed corpus (tests/fuzz/corpus/NAME; new inputs go to a scratch
-# copy, never into the tree). A crash fails the target; keep its input
-# as a seed when it is fixed.
+# ASan+UBSan into build-fuzz/fuzz/ (a build directory of their own: its
+# objects are clang's, never shared with $(BUILD)), each then run for
+# FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus/NAME; new inputs
+# go to a scratch copy, never into the tree). A crash fails the target;
+# keep its input as a seed when it is fixed. `make test` builds them
+# too (fuzz-build) and runs each for FUZZ_TEST_SECONDS.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 30
-# Not needed to build syncd (so not in DEB_PACKAGES or the image).
-FUZZ_DEB_PACKAGES := clang libclang-rt-14-dev
+FUZZ_TEST_SECONDS ?= 15
 
-fuzz:
-	@command -v clang >/dev/null || { echo "make fuzz needs clang and \
-its libFuzzer runtime (apt-get install $(FUZZ_DEB_PACKAGES))"; exit 2; }
-	@$(MAKE) --no-print-directory CC=clang FUZZ=1 SANITIZE=address,undefined \
-		$(foreach t,$(FUZZ_TARGETS),build-fuzz/fuzz/$(t))
+fuzz: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+# BUILD, CC and FUZZ on the sub-make's command line: they win over the
+# caller's (BUILD=build-h1 make test still builds the fuzz tree apart).
+fuzz-build:
+	@command -v clang >/dev/null || { echo "make fuzz needs clang and \
+its libFuzzer runtime (apt-get install $(FUZZ_DEB_PACKAGES))"; exit 2; }
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang FUZZ=1 \
+		SANITIZE=address,undefined \
+		$(foreach t,$(FUZZ_TARGETS),build-fuzz/fuzz/$(t))
+
+# A group: the emulator's objects (fuzz_patch) use libraries listed before them.
 $(BUILD)/fuzz/%: $(call obj,tests/fuzz/%.c) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
-	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIB_LIBS)
+	$(call say,LINK,$@)$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ \
+		-Wl,--start-group $^ -Wl,--end-group $(LIB_LIBS) $(FUZZ_LIBS)
+
+# fuzz_patch drives kube-emu's handler.
+$(BUILD)/fuzz/fuzz_patch: $(call obj,$(EMU_SRC))
+$(BUILD)/fuzz/fuzz_patch: FUZZ_LIBS = $(EMU_LIBS)
+$(call obj,tests/fuzz/fuzz_patch.c): ALL_CFLAGS += $(EMU_CFLAGS)
 
 valgrind: $(SYNCD) $(KUBE_EMU) $(UNIT_BINS)
 	@BUILD=$(BUILD) VALGRIND=1 tests/run.sh unit integration
@@ -343,6 +377,6 @@ clean:
 	rm -rf build build-san build-fuzz
 
 help:
-	@sed -n '3,17s/^# \{0,1\}//p' Makefile
+	@sed -n '3,/^#$$/{/^#$$/d;s/^# \{0,1\}//p;}' Makefile
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -824,7 +824,9 @@ static int j_value(struct jenc *e, json_t *v, int depth)
 	if ((error = keystack_push(&e->ks, v, &start)) < 0)
 		return error;
 	n = e->ks.len - start;
-	if ((error = keys_sort(&e->ks, e->ks.v + start, n, key_less_bytes)) < 0)
+	/* No key: nothing to sort, and ks.v may still be NULL. */
+	if (n &&
+	    (error = keys_sort(&e->ks, e->ks.v + start, n, key_less_bytes)) < 0)
 		goto out;
 	j_add(e, "{", 1);
 	for (i = 0; i < n && !error; i++) {
@@ -1735,7 +1737,8 @@ static int y_mapping(struct yemit *e, json_t *v, int depth)
 		;
 	if ((i < n && (error = keys_sort(&e->ks, e->ks.v + start, n,
 					 key_less_bytes)) < 0) ||
-	    (error = keys_sort(&e->ks, e->ks.v + start, n, key_less_yaml)) < 0)
+	    (n && (error = keys_sort(&e->ks, e->ks.v + start, n,
+				     key_less_yaml)) < 0))
 		goto out;
 	e->indent = e->indent < 0 ? 0 : e->indent + BEST_INDENT;
 	for (i = 0; i < n && !error && !e->error; i++) {

@@ -115,8 +115,13 @@ static int load_managers(struct ssa *c, const char *manager, const char *time,
 		goto out;
 	}
 	json_array_foreach (mf, i, e) {
+		const char *op = entry_str(e, "operation");
+
 		set = NULL;
+		/* Unreadable as apimachinery reads them: no manager, an
+		 * operation other than Apply or Update, no fieldsV1. */
 		if (!json_is_object(e) || !entry_str(e, "manager") ||
+		    (!str_eq(op, "Apply") && !str_eq(op, "Update")) ||
 		    diff_fieldset_parse(&set, json_object_get(e, "fieldsV1"),
 					NULL) < 0)
 			continue;

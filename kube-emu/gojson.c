@@ -161,9 +161,12 @@ static int scan_value(struct scan *s);
 /* Has `keys` (NUL-separated texts) the key key[0..n)? */
 static bool seen_key(const struct buf *keys, const char *key, size_t n)
 {
-	const char *p = keys->ptr, *end = keys->ptr + keys->len;
+	const char *p = keys->ptr, *end;
 
-	while (p && p < end) {
+	if (!p)
+		return false; /* no key yet (NULL + 0 is undefined) */
+	end = p + keys->len;
+	while (p < end) {
 		if (strlen(p) == n && !memcmp(p, key, n))
 			return true;
 		p += strlen(p) + 1;

@@ -366,7 +366,12 @@ static json_t *decode_patch(const struct emu_request *req, const char *prefix,
 		goto out;
 	}
 	obj = json_loadb(req->body, req->body_len, JSON_DECODE_ANY, NULL);
-	if (!json_is_object(obj)) {
+	if (!obj) {
+		/* As in decode_json_patch(): valid for Go, not for jansson. */
+		buf_addf(&msg, "%sa string is not valid UTF-8 or holds "
+			       "\\u0000", prefix);
+		emu_reply_status(resp, 400, "BadRequest", msg.ptr);
+	} else if (!json_is_object(obj)) {
 		buf_addf(&msg, "%sjson: cannot unmarshal %s into Go value of "
 			       "type map[string]interface {}",
 			 prefix, diff_go_json_kind(obj));
@@ -1861,7 +1866,13 @@ static json_t *decode_json_patch(const struct emu_request *req,
 		goto out;
 	}
 	ops = json_loadb(req->body, req->body_len, JSON_DECODE_ANY, NULL);
-	if (ops && !json_is_array(ops)) {
+	if (!ops) {
+		/* Valid for Go, not for jansson: a string that is not UTF-8
+		 * or holds \u0000. Refused rather than left unanswered. */
+		emu_reply_status(resp, 400, "BadRequest",
+				 "error decoding patch: a string is not valid "
+				 "UTF-8 or holds \\u0000");
+	} else if (!json_is_array(ops)) {
 		buf_addf(&msg,
 			 "error decoding patch: json: cannot unmarshal %s into "
 			 "Go value of type []handlers.jsonPatchOp",

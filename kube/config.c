@@ -320,9 +320,11 @@ static int merge_list(json_t *into, const json_t *doc, const char *list,
 				       "kubeconfig %s: %s \"%s\": %s is not "
 				       "a mapping",
 				       file, member, name, member);
-		pair = json_pack("[sO]", file,
-				 val && json_is_object(val) ? val
-							    : json_object());
+		/* "O" takes a reference, "o" steals the new empty one. */
+		if (val && json_is_object(val))
+			pair = json_pack("[sO]", file, val);
+		else
+			pair = json_pack("[so]", file, json_object());
 		if (!pair || json_object_set_new(into, name, pair) < 0)
 			return err_set(err, ERR_NOMEM, "out of memory");
 	}

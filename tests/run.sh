@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The test driver behind `make test`, `make check` and `make valgrind`.
 #
-#   tests/run.sh [unit|integration|real]...   (default: all three)
+#   tests/run.sh [unit|integration|fuzz|real]...   (default: all four)
 #
 # Runs every Criterion binary in $BUILD/tests/, every script in
-# tests/integration/*.sh, and the real tier: the scripts in tests/real/*.sh
+# tests/integration/*.sh, every libFuzzer target of tests/fuzz/ (built in
+# build-fuzz/fuzz/ by `make fuzz-build`) for FUZZ_TEST_SECONDS (default 15)
+# each, and the real tier: the scripts in tests/real/*.sh
 # against one real control plane (tests/helpers/k8s.sh) started for them
 # all, and ends with one line "N passed, N failed". Without the binaries of
-# `make k8s` (no Go on the machine) the real tier is skipped with one line.
+# `make k8s` (no Go on the machine) the real tier is skipped with one line,
+# and without clang the fuzz phase.
 # Environment: BUILD (build dir, default build), VALGRIND=1 (run the unit
 # tests and syncd under valgrind memcheck).
 set -u
@@ -18,8 +21,14 @@ export SYNCD="$BUILD/syncd"
 # Under AddressSanitizer: leaks inside Criterion's own runner are not ours
 # (tests/lsan.supp); scripts may add their own file later.
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+# The secrets canary (tests/helpers/canary.sh): one registry of the
+# secrets every script plants; each script searches what it produced, and
+# the driver adds the real API server's audit log (Events, App status).
+export SYNCD_CANARY_DIR="$PWD/$BUILD/tests/canary"
+rm -rf "$SYNCD_CANARY_DIR"
+. tests/helpers/canary.sh
 phases=("$@")
-[ ${#phases[@]} -eq 0 ] && phases=(unit integration real)
+[ ${#phases[@]} -eq 0 ] && phases=(unit integration fuzz real)
 
 passed=0
 failed=0
@@ -108,6 +117,34 @@ run_scripts() {
 	done
 }
 
+# The fuzz phase: each target of tests/fuzz/ one test, "ok - fuzz_x: N
+# runs, corpus M, crashes: 0" (tests/fuzz/run.sh), a crash or a target
+# that is not built one failure.
+run_fuzz() {
+	local t targets=() out rc ok notok
+	if ! command -v clang >/dev/null 2>&1; then
+		echo "fuzz phase skipped: clang is not installed (make deps)"
+		return
+	fi
+	for t in tests/fuzz/fuzz_*.c; do
+		targets+=("$(basename "$t" .c)")
+	done
+	echo "== tests/fuzz (${FUZZ_TEST_SECONDS:-15} s per target)"
+	out=$(tests/fuzz/run.sh "${FUZZ_TEST_SECONDS:-15}" "${targets[@]}" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | sed 's/^/   /'
+	ok=$(printf '%s\n' "$out" | grep -c '^ok ')
+	notok=$(printf '%s\n' "$out" | grep -c '^not ok ')
+	passed=$((passed + ok))
+	failed=$((failed + notok))
+	if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
+		failed=$((failed + 1))
+	fi
+	if [ "$rc" -ne 0 ] || [ "$notok" -ne 0 ]; then
+		failures+=("tests/fuzz (exit $rc)")
+	fi
+}
+
 # The real tier: one cluster for every script (each works in namespaces
 # of its own), stopped when the scripts are done or the driver is stopped.
 run_real() {
@@ -142,6 +179,8 @@ run_real() {
 	k8s_env "$K8S_ENV"
 	run_scripts tests/real
 	echo "== the real control plane's peak RSS: $(k8s_peak_rss)"
+	canary_scan "the API server's audit log (Events, App objects)" \
+		"$K8S_AUDIT" | sed 's/^/   /'
 	k8s_stop
 	trap - INT TERM
 	echo "== the real tier took $(($(date +%s) - t0)) s"
@@ -151,10 +190,31 @@ for phase in "${phases[@]}"; do
 	case $phase in
 	unit) run_unit ;;
 	integration) run_scripts tests/integration ;;
+	fuzz) run_fuzz ;;
 	real) run_real ;;
 	*) echo "unknown phase: $phase" >&2; exit 2 ;;
 	esac
 done
+
+# canary_summary: one check over every search the scripts made.
+canary_summary() {
+	local d=$SYNCD_CANARY_DIR planted files hits
+	planted=$(wc -l <"$d/planted" 2>/dev/null || echo 0)
+	files=$(awk '{ n += $1 } END { print n + 0 }' "$d/scanned" 2>/dev/null)
+	hits=$(awk '{ n += $2 } END { print n + 0 }' "$d/scanned" 2>/dev/null)
+	echo "== the secrets canary"
+	if [ "${hits:-0}" -eq 0 ] && [ "${planted:-0}" -gt 0 ]; then
+		echo "   ok - secrets canary: $planted secrets planted, ${files:-0} files and outputs searched, 0 hits"
+		passed=$((passed + 1))
+	elif [ "${planted:-0}" -gt 0 ]; then
+		echo "   not ok - secrets canary: $hits searches found a planted secret (the lines \"not ok - secrets canary\" above say where)"
+		failed=$((failed + 1))
+		failures+=("secrets canary ($hits hits)")
+	fi
+}
+case " ${phases[*]} " in
+*" integration "* | *" real "*) canary_summary ;;
+esac
 
 echo
 for f in "${failures[@]+"${failures[@]}"}"; do
