@@ -138,7 +138,16 @@ int render_app(struct diff_objset *out, enum render_kind *kind,
 	default:
 		return err_set(err, ERR_INVALID, "unknown renderer %d", (int)k);
 	}
-	if (error < 0 || opts->subst == RENDER_SUBST_OFF)
+	if (error < 0)
+		return error;
+	/* Each object costs a diff, a dry run and a write per pass. */
+	if (out->len > RENDER_MAX_OBJECTS)
+		return err_set(err, ERR_LIMIT,
+			       "%s: %zu objects rendered, over "
+			       "the limit of %u objects per app",
+			       opts->info.path ? opts->info.path : root,
+			       out->len, RENDER_MAX_OBJECTS);
+	if (opts->subst == RENDER_SUBST_OFF)
 		return error;
 	return render_substitute(out, &opts->vars,
 				 opts->subst == RENDER_SUBST_STRICT, err);

@@ -38,7 +38,12 @@ struct walk {
 		ino_t ino;
 	} *seen;                   /* directories on the current path */
 	size_t nseen, aseen;
+	size_t entries; /* looked at, up to RENDER_MAX_ENTRIES */
+	bool stop;	/* the entry limit was hit */
 };
+
+/* How every Git LFS pointer file starts (git-lfs's spec, v1). */
+#define LFS_POINTER "version https://git-lfs.github.com/spec/v1\n"
 
 static void walk_fail(struct walk *w, int code)
 {
@@ -142,6 +147,17 @@ static void render_file(struct walk *w, const char *path, const char *rel)
 		walk_fail(w, error);
 		return;
 	}
+	/* A pointer parses as a YAML string; say what it really is. */
+	if (data.len >= strlen(LFS_POINTER) &&
+	    !memcmp(data.ptr, LFS_POINTER, strlen(LFS_POINTER))) {
+		walk_fail(w, err_set(w->err, ERR_INVALID,
+				     "%s: a Git LFS pointer, not the file: LFS "
+				     "content is not fetched (commit the "
+				     "manifest itself)",
+				     rel));
+		buf_release(&data);
+		return;
+	}
 	if ((error = render_parse(&docs, buf_cstr(&data), data.len, rel,
 				  w->err)) < 0)
 		walk_fail(w, error);
@@ -226,6 +242,17 @@ static void walk_entry(struct walk *w, const char *path, const char *rel,
 	struct stat st;
 	int error;
 
+	if (w->stop)
+		return;
+	if (++w->entries > RENDER_MAX_ENTRIES) {
+		w->stop = true;
+		walk_fail(w, err_set(w->err, ERR_LIMIT,
+				     "%s: more than %u files and directories "
+				     "walked (links leading back into the "
+				     "tree?)",
+				     rel, RENDER_MAX_ENTRIES));
+		return;
+	}
 	if (lstat(path, &st) < 0) {
 		walk_fail(w, err_set(w->err, ERR_IO, "%s: cannot stat: %s", rel,
 				     strerror(errno)));

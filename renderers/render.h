@@ -20,6 +20,13 @@
 /* Largest manifest file read (bytes); larger ones are an error. */
 #define RENDER_MAX_FILE_SIZE (16u << 20)
 
+/* Objects one app may render (render_app); more is an error. */
+#define RENDER_MAX_OBJECTS 25000u
+
+/* Entries the directory renderer looks at (files, directories and links
+ * followed, each time it meets them); more is an error. */
+#define RENDER_MAX_ENTRIES 100000u
+
 /* Nodes one YAML stream may produce by expanding aliases. */
 #define RENDER_MAX_ALIAS_NODES 100000u
 
@@ -86,7 +93,9 @@ struct render_dir_options {
  * error naming both places. `root` may also be a single file.
  *
  * Objects are added to *out in that order, with origins relative to root
- * ("dir/file.yaml:12"). Every bad file is reported (one problem each), not
+ * ("dir/file.yaml:12"). A manifest that is a Git LFS pointer is an error
+ * (LFS content is never fetched); more than RENDER_MAX_ENTRIES entries
+ * walked is ERR_LIMIT. Every bad file is reported (one problem each), not
  * just the first; on any error returns a negative code and *out holds the
  * good objects for the caller to release.
  */
@@ -346,7 +355,8 @@ struct render_app_options {
 /*
  * Render the app at `root` (a directory; a single file for the directory
  * renderer) with the chosen renderer (detected for RENDER_AUTO), then
- * substitute variables when opts->subst is not off. The exec renderer
+ * substitute variables when opts->subst is not off. More than
+ * RENDER_MAX_OBJECTS objects is ERR_LIMIT. The exec renderer
  * is used only when chosen. *kind (may be NULL) gets the renderer used.
  * Objects are added to *out; on error *out holds what was rendered, for
  * the caller to release.

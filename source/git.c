@@ -33,8 +33,12 @@
 /* Secrets, signatures and known_hosts output are small. */
 #define SECRET_CAP 4096
 #define TOOL_OUT_CAP (64u << 10)
-/* Nesting of directories written by a checkout. */
-#define MAX_TREE_DEPTH 128
+/* Nesting of directories written by a checkout (as archives allow). */
+#define MAX_TREE_DEPTH 64
+/* Nesting the scan of a local repository follows before giving up. */
+#define MAX_SCAN_DEPTH 1024
+/* Files, links and directories one checkout writes (as archives allow). */
+#define MAX_CHECKOUT_ENTRIES 20000u
 #define DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 enum url_kind { URL_HTTP, URL_SSH, URL_LOCAL };
@@ -889,13 +893,183 @@ static void find_wanted(struct source_git *s, const git_remote_head **heads,
 	}
 }
 
+/* Object ids already looked at by a scan: an open-addressing set. */
+struct oidset {
+	git_oid *slots;
+	size_t n, cap;
+};
+
+static int oidset_add(struct oidset *set, const git_oid *oid)
+{
+	static const git_oid zero;
+	size_t i, h;
+
+	if ((set->n + 1) * 2 > set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 1024;
+		git_oid *slots = calloc(cap, sizeof(*slots));
+
+		if (!slots)
+			return -1;
+		for (i = 0; i < set->cap; i++) {
+			if (!memcmp(&set->slots[i], &zero, sizeof(zero)))
+				continue;
+			memcpy(&h, set->slots[i].id, sizeof(h));
+			for (h %= cap; memcmp(&slots[h], &zero, sizeof(zero));
+			     h = (h + 1) % cap)
+				;
+			slots[h] = set->slots[i];
+		}
+		free(set->slots);
+		set->slots = slots;
+		set->cap = cap;
+	}
+	memcpy(&h, oid->id, sizeof(h));
+	for (h %= set->cap; memcmp(&set->slots[h], &zero, sizeof(zero));
+	     h = (h + 1) % set->cap)
+		if (git_oid_equal(&set->slots[h], oid))
+			return 0;
+	set->slots[h] = *oid;
+	set->n++;
+	return 1;
+}
+
+struct scan {
+	struct source_git *s;
+	git_repository *src;
+	git_odb *odb;
+	struct oidset seen;
+	struct buf path;
+	char commit[HEXSZ + 1];
+};
+
+static int scan_tree(struct scan *sc, const git_oid *id, int depth,
+		     struct err *err)
+{
+	struct source_git *s = sc->s;
+	git_tree *tree = NULL;
+	size_t i, n, plen = sc->path.len;
+	int added, error = 0;
+
+	if ((added = oidset_add(&sc->seen, id)) <= 0)
+		return added < 0 ? err_set(err, ERR_NOMEM, "out of memory") : 0;
+	if (depth > MAX_SCAN_DEPTH)
+		return err_set(err, ERR_LIMIT,
+			       "%.200s%s: directories nested "
+			       "deeper than %d in commit %s of %s",
+			       buf_cstr(&sc->path),
+			       sc->path.len > 200 ? "..." : "", MAX_SCAN_DEPTH,
+			       sc->commit, s->display);
+	if (git_tree_lookup(&tree, sc->src, id) < 0)
+		return err_set(err, ERR_IO, "%s: %s", s->display, git_msg());
+	n = git_tree_entrycount(tree);
+	for (i = 0; i < n && !error; i++) {
+		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
+		git_filemode_t mode = git_tree_entry_filemode(e);
+		git_object_t type;
+		size_t len;
+
+		buf_truncate(&sc->path, plen);
+		if (plen)
+			buf_addch(&sc->path, '/');
+		buf_adds(&sc->path, git_tree_entry_name(e));
+		if (mode == GIT_FILEMODE_COMMIT)
+			continue;
+		if (mode == GIT_FILEMODE_TREE) {
+			error = scan_tree(sc, git_tree_entry_id(e), depth + 1,
+					  err);
+			continue;
+		}
+		if ((added = oidset_add(&sc->seen, git_tree_entry_id(e))) < 0)
+			error = err_set(err, ERR_NOMEM, "out of memory");
+		if (added <= 0)
+			continue;
+		if (git_odb_read_header(&len, &type, sc->odb,
+					git_tree_entry_id(e)) < 0)
+			error = err_set(err, ERR_IO, "%s: %s", s->display,
+					git_msg());
+		else if (len > s->max_blob)
+			error = err_set(err, ERR_LIMIT,
+					"%s: file of %zu bytes "
+					"in commit %s of %s, over the limit "
+					"of %llu bytes",
+					buf_cstr(&sc->path), len, sc->commit,
+					s->display,
+					(unsigned long long)s->max_blob);
+	}
+	buf_truncate(&sc->path, plen);
+	git_tree_free(tree);
+	return error;
+}
+
+/*
+ * Fetching from a local repository packs the objects in this process:
+ * libgit2 reads every object whole, so one huge file would be inflated
+ * into memory before any limit could see it. So the commits a fetch
+ * would bring (from `want`, down to what the cache already has) are
+ * scanned first, reading only object headers: a file over max_blob is
+ * refused here, naming its path and commit.
+ */
+static int local_precheck(struct source_git *s, const git_oid *want,
+			  size_t nwant, struct err *err)
+{
+	struct scan sc = {s, NULL, NULL, {NULL, 0, 0}, BUF_INIT, ""};
+	git_revwalk *walk = NULL;
+	git_reference_iterator *it = NULL;
+	git_reference *ref;
+	const char *path = s->url;
+	git_oid oid;
+	size_t i;
+	int error = 0;
+
+	if (!strncmp(path, "file://", 7))
+		path += 7;
+	if (git_repository_open_ext(&sc.src, path,
+				    GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
+	    git_repository_odb(&sc.odb, sc.src) < 0 ||
+	    git_revwalk_new(&walk, sc.src) < 0) {
+		/* The fetch itself reports what is wrong with it. */
+		goto out;
+	}
+	for (i = 0; i < nwant; i++)
+		git_revwalk_push(walk, &want[i]);
+	if (!git_reference_iterator_glob_new(&it, s->repo, "refs/syncd/*"))
+		while (!git_reference_next(&ref, it)) {
+			const git_oid *t = git_reference_target(ref);
+
+			if (t && git_odb_exists(sc.odb, t))
+				git_revwalk_hide(walk, t);
+			git_reference_free(ref);
+		}
+	while (!error && !git_revwalk_next(&oid, walk)) {
+		git_commit *c = NULL;
+
+		if (git_commit_lookup(&c, sc.src, &oid) < 0)
+			continue;
+		git_oid_tostr(sc.commit, sizeof(sc.commit), &oid);
+		error = scan_tree(&sc, git_commit_tree_id(c), 0, err);
+		git_commit_free(c);
+	}
+out:
+	git_reference_iterator_free(it);
+	git_revwalk_free(walk);
+	git_odb_free(sc.odb);
+	git_repository_free(sc.src);
+	free(sc.seen.slots);
+	buf_release(&sc.path);
+	return error;
+}
+
 static int download(struct source_git *s, git_remote *remote,
-		    const char *const *specs, size_t nspecs, struct err *err)
+		    const char *const *specs, size_t nspecs,
+		    const git_oid *want, size_t nwant, struct err *err)
 {
 	git_fetch_options fo;
 	git_strarray refspecs = {(char **)specs, nspecs};
-	int gerr;
+	int gerr, error;
 
+	if (s->kind == URL_LOCAL &&
+	    (error = local_precheck(s, want, nwant, err)) < 0)
+		return error;
 	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
 	callbacks_init(s, &fo.callbacks);
 	fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
@@ -1008,7 +1182,8 @@ static int resolve_remote(struct source_git *s,
 		if (!have_object(s, &w.oid)) {
 			const char *spec[1] = {w.name};
 
-			if ((error = download(s, remote, spec, 1, err)) < 0)
+			if ((error = download(s, remote, spec, 1, &w.oid, 1,
+					      err)) < 0)
 				goto out;
 			r->fetched = true;
 		}
@@ -1047,7 +1222,24 @@ static int resolve_remote(struct source_git *s,
 			    !have_object(s, &heads[i]->oid))
 				missing = true;
 		if (missing) {
-			if ((error = download(s, remote, spec, 2, err)) < 0)
+			git_oid *want = calloc(n, sizeof(*want));
+			size_t nwant = 0;
+
+			if (!want) {
+				error = err_set(err, ERR_NOMEM,
+						"out of memory");
+				goto out;
+			}
+			for (i = 0; i < n; i++)
+				if ((!strncmp(heads[i]->name, "refs/heads/",
+					      11) ||
+				     !strncmp(heads[i]->name, "refs/tags/",
+					      10)) &&
+				    !strstr(heads[i]->name, "^{}"))
+					want[nwant++] = heads[i]->oid;
+			error = download(s, remote, spec, 2, want, nwant, err);
+			free(want);
+			if (error < 0)
 				goto out;
 			r->fetched = true;
 		}
@@ -1445,6 +1637,7 @@ struct writer {
 	struct source_git *s;
 	struct buf path;    /* entry path inside the checkout, for errors */
 	struct buf links;   /* paths of symbolic links, NUL-separated */
+	size_t entries;	    /* written so far, up to MAX_CHECKOUT_ENTRIES */
 };
 
 /*
@@ -1506,9 +1699,13 @@ static int write_entry(struct writer *w, int dfd, const git_tree_entry *e,
 		git_tree *sub = NULL;
 
 		if (depth >= MAX_TREE_DEPTH) {
-			error = err_set(err, ERR_LIMIT, "%s: directories "
-					"nested deeper than %d",
-					buf_cstr(&w->path), MAX_TREE_DEPTH);
+			error = err_set(err, ERR_LIMIT,
+					"%.200s%s: "
+					"directories nested deeper than %d in "
+					"commit %s of %s",
+					buf_cstr(&w->path),
+					w->path.len > 200 ? "..." : "",
+					MAX_TREE_DEPTH, s->commit, s->display);
 			goto out;
 		}
 		if (mkdirat(dfd, name, 0700) < 0 ||
@@ -1613,6 +1810,17 @@ static int write_tree(struct writer *w, int dfd, const git_tree *tree,
 	size_t i, n = git_tree_entrycount(tree);
 	int error = 0;
 
+	/* Refused before this directory's entries are written. */
+	if (n > MAX_CHECKOUT_ENTRIES - w->entries)
+		return err_set(err, ERR_LIMIT,
+			       "%s: more than %u files and "
+			       "directories in tree %s of commit %s of %s",
+			       w->path.len     ? buf_cstr(&w->path)
+			       : w->s->subpath ? w->s->subpath
+					       : ".",
+			       MAX_CHECKOUT_ENTRIES, w->s->tree, w->s->commit,
+			       w->s->display);
+	w->entries += n;
 	for (i = 0; i < n && !error; i++)
 		error = write_entry(w, dfd, git_tree_entry_byindex(tree, i),
 				    depth, err);
@@ -1649,8 +1857,14 @@ static int check_links(struct writer *w, const char *root, struct err *err)
 		res = realpath(full, NULL);
 		if (!res && errno == ENOENT)
 			continue;
-		if (!res || strncmp(res, rroot, rl) ||
-		    (res[rl] && res[rl] != '/'))
+		if (!res && errno == ELOOP)
+			error = err_set(err, ERR_INVALID,
+					"%s: symbolic link "
+					"loop (a link that leads back to "
+					"itself) in commit %s of %s",
+					p, w->s->commit, w->s->display);
+		else if (!res || strncmp(res, rroot, rl) ||
+			 (res[rl] && res[rl] != '/'))
 			error = err_set(err, ERR_INVALID, "%s: symbolic link "
 					"points outside the checkout (%s) in "
 					"commit %s of %s", p,
@@ -1763,7 +1977,7 @@ out:
 int source_git_checkout(struct source_git *s, char **dir, struct err *err)
 {
 	char *tdir = NULL, *final = NULL, *tmpname = NULL;
-	struct writer w = {s, BUF_INIT, BUF_INIT};
+	struct writer w = {s, BUF_INIT, BUF_INIT, 0};
 	struct state st;
 	git_tree *tree = NULL;
 	git_oid tid;

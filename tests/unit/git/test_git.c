@@ -528,10 +528,12 @@ Test(git, blob_size_limit)
 	o.cache_dir = cache;
 	o.max_blob_bytes = 100;
 	cr_assert_eq(source_git_open(&s, &o, &e), 0);
-	poll_ok(s, &r);
-	cr_assert_eq(source_git_checkout(s, &dir, &e), ERR_LIMIT);
-	cr_assert_null(dir);
+	/* A local repository is scanned before the fetch (headers only). */
+	cr_assert_eq(source_git_poll(s, &r, &e), ERR_LIMIT);
 	cr_assert(strstr(err_msg(&e), "app/big.txt"), "%s", err_msg(&e));
+	err_release(&e);
+	cr_assert_eq(source_git_checkout(s, &dir, &e), ERR_INVALID);
+	cr_assert_null(dir);
 	err_release(&e);
 	source_git_free(s);
 }
