@@ -94,44 +94,10 @@ run_unit() {
 	done
 }
 
-# run_scripts DIR: every DIR/*.sh but lib.sh, bounded to 10 minutes each.
-run_scripts() {
-	local script out rc ok notok
-	for script in "$1"/*.sh; do
-		[ -e "$script" ] || continue
-		[ "$(basename "$script")" = lib.sh ] && continue
-		echo "== $script"
-		out=$(timeout 600 bash "$script" 2>&1)
-		rc=$?
-		printf '%s\n' "$out" | sed 's/^/   /'
-		ok=$(printf '%s\n' "$out" | grep -c '^ok ')
-		notok=$(printf '%s\n' "$out" | grep -c '^not ok ')
-		passed=$((passed + ok))
-		failed=$((failed + notok))
-		if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then
-			failed=$((failed + 1))
-		fi
-		if [ "$rc" -ne 0 ] || [ "$notok" -ne 0 ]; then
-			failures+=("$script (exit $rc)")
-		fi
-	done
-}
-
-# The fuzz phase: each target of tests/fuzz/ one test, "ok - fuzz_x: N
-# runs, corpus M, crashes: 0" (tests/fuzz/run.sh), a crash or a target
-# that is not built one failure.
-run_fuzz() {
-	local t targets=() out rc ok notok
-	if ! command -v clang >/dev/null 2>&1; then
-		echo "fuzz phase skipped: clang is not installed (make deps)"
-		return
-	fi
-	for t in tests/fuzz/fuzz_*.c; do
-		targets+=("$(basename "$t" .c)")
-	done
-	echo "== tests/fuzz (${FUZZ_TEST_SECONDS:-15} s per target)"
-	out=$(tests/fuzz/run.sh "${FUZZ_TEST_SECONDS:-15}" "${targets[@]}" 2>&1)
-	rc=$?
+# tally NAME RC OUTPUT: shows OUTPUT and counts its "ok" and "not ok"
+# lines; a non-zero exit without a "not ok" is one failure more.
+tally() {
+	local name=$1 rc=$2 out=$3 ok notok
 	printf '%s\n' "$out" | sed 's/^/   /'
 	ok=$(printf '%s\n' "$out" | grep -c '^ok ')
 	notok=$(printf '%s\n' "$out" | grep -c '^not ok ')
@@ -141,8 +107,37 @@ run_fuzz() {
 		failed=$((failed + 1))
 	fi
 	if [ "$rc" -ne 0 ] || [ "$notok" -ne 0 ]; then
-		failures+=("tests/fuzz (exit $rc)")
+		failures+=("$name (exit $rc)")
 	fi
+}
+
+# run_scripts DIR: every DIR/*.sh but lib.sh, bounded to 10 minutes each.
+run_scripts() {
+	local script out
+	for script in "$1"/*.sh; do
+		[ -e "$script" ] || continue
+		[ "$(basename "$script")" = lib.sh ] && continue
+		echo "== $script"
+		out=$(timeout 600 bash "$script" 2>&1)
+		tally "$script" $? "$out"
+	done
+}
+
+# The fuzz phase: each target of tests/fuzz/ one test, "ok - fuzz_x: N
+# runs, corpus M, crashes: 0" (tests/fuzz/run.sh), a crash or a target
+# that is not built one failure.
+run_fuzz() {
+	local t targets=() out
+	if ! command -v clang >/dev/null 2>&1; then
+		echo "fuzz phase skipped: clang is not installed (make deps)"
+		return
+	fi
+	for t in tests/fuzz/fuzz_*.c; do
+		targets+=("$(basename "$t" .c)")
+	done
+	echo "== tests/fuzz (${FUZZ_TEST_SECONDS:-15} s per target)"
+	out=$(tests/fuzz/run.sh "${FUZZ_TEST_SECONDS:-15}" "${targets[@]}" 2>&1)
+	tally tests/fuzz $? "$out"
 }
 
 # The real tier: one cluster for every script (each works in namespaces
