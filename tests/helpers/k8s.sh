@@ -19,6 +19,15 @@
 #                          whatever it started.
 #   k8s_stop               stops every process k8s_start started (TERM,
 #                          then KILL after 5 s) and removes the folder
+#   k8s_kill NAME [SIGNAL] sends SIGNAL (default KILL) to a component
+#                          (etcd, kube-apiserver, kube-controller-manager,
+#                          kube-scheduler, kwok) and its process group,
+#                          and waits (10 s) until it has exited
+#   k8s_restart NAME       starts a component that k8s_kill stopped (or
+#                          that exited) again with the same arguments:
+#                          the same ports, data folder and certificates,
+#                          its log appended; waits until it serves again
+#                          (etcd: /health, kube-apiserver: /readyz)
 #   k8s_peak_rss           the peak RSS of each component so far, in MB
 #   k8s_env FILE           writes the K8S_* variables to FILE, so another
 #                          script can use this cluster (k8s_use)
@@ -61,6 +70,7 @@
 K8S_BIN=${K8S_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/k8s/bin}
 k8s_pids=()
 k8s_names=()
+k8s_argvs=()
 K8S_OWNED=0
 
 k8s_available() {
@@ -134,6 +144,62 @@ k8s_spawn() {
 	setsid "$@" >"$K8S_DIR/$name.log" 2>&1 </dev/null &
 	k8s_pids+=("$!")
 	k8s_names+=("$name")
+	# The command line, quoted, so that k8s_restart runs it again.
+	k8s_argvs+=("$(printf '%q ' "$@")")
+}
+
+# k8s_index NAME: the component's index in k8s_names.
+k8s_index() {
+	local i
+	for i in "${!k8s_names[@]}"; do
+		if [ "${k8s_names[$i]}" = "$1" ]; then
+			echo "$i"
+			return 0
+		fi
+	done
+	echo "k8s: no component named $1" >&2
+	return 1
+}
+
+k8s_kill() {
+	local i p n=100
+	i=$(k8s_index "$1") || return 1
+	p=${k8s_pids[$i]}
+	kill "-${2:-KILL}" -- "-$p" 2>/dev/null || kill "-${2:-KILL}" "$p" 2>/dev/null
+	while kill -0 "$p" 2>/dev/null && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	if kill -0 "$p" 2>/dev/null; then
+		echo "k8s: $1 did not exit within 10 s of SIG${2:-KILL}" >&2
+		return 1
+	fi
+	wait "$p" 2>/dev/null
+	return 0
+}
+
+k8s_restart() {
+	local name=$1 i url
+	i=$(k8s_index "$name") || return 1
+	if kill -0 "${k8s_pids[$i]}" 2>/dev/null; then
+		echo "k8s: $name is still running (k8s_kill it first)" >&2
+		return 1
+	fi
+	eval "setsid ${k8s_argvs[$i]} >>\"\$K8S_DIR/\$name.log\" 2>&1 </dev/null &"
+	k8s_pids[$i]=$!
+	case $name in
+	etcd)
+		url=$(printf '%s\n' "${k8s_argvs[$i]}" |
+			sed -n 's/.*--listen-client-urls \([^ ]*\).*/\1/p')
+		k8s_wait etcd 20 "serving again" \
+			curl -fsS --max-time 1 "$url/health"
+		;;
+	kube-apiserver)
+		k8s_wait kube-apiserver 60 "ready again (/readyz)" \
+			curl -fsS --max-time 2 --cacert "$K8S_CA" \
+			-H "Authorization: Bearer $K8S_TOKEN" "$K8S_URL/readyz"
+		;;
+	esac
 }
 
 # k8s_alive NAME: the component's process has not exited.
@@ -197,6 +263,7 @@ k8s_stop() {
 	done
 	k8s_pids=()
 	k8s_names=()
+	k8s_argvs=()
 	if [ "$K8S_OWNED" = 1 ] && [ -n "${K8S_DIR:-}" ]; then
 		rm -rf "$K8S_DIR"
 		K8S_DIR=
@@ -285,6 +352,19 @@ k8s_kwok_stages() {
 	cp "$src" "$K8S_DIR/kwok.yaml"
 }
 
+# k8s_plant_secrets: the tokens and private keys are secrets syncd must
+# never repeat (tests/helpers/canary.sh, when the caller sourced it).
+k8s_plant_secrets() {
+	local k
+	declare -F canary_plant >/dev/null || return 0
+	canary_input "$K8S_DIR/pki"
+	canary_plant "the admin's API token" "$K8S_TOKEN"
+	canary_plant "syncd's API token" "$K8S_SYNCD_TOKEN"
+	for k in admin sa; do
+		canary_plant "the $k private key" "$(sed -n 2p "$K8S_DIR/pki/$k.key")"
+	done
+}
+
 k8s_start() {
 	local attempt start_ms
 	start_ms=$(date +%s%3N)
@@ -343,6 +423,7 @@ k8s_start_once() {
 		printf '%s,syncd,syncd,system:masters\n' "$K8S_SYNCD_TOKEN"
 	} >"$K8S_DIR/pki/tokens.csv"
 	chmod 0600 "$K8S_DIR/pki/tokens.csv"
+	k8s_plant_secrets
 	cat >"$K8S_DIR/audit-policy.yaml" <<'EOF'
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -350,6 +431,18 @@ omitStages: ["RequestReceived"]
 rules:
 - level: None
   nonResourceURLs: ["/healthz*", "/readyz*", "/livez*"]
+# Events and App objects (their status) with their bodies: the secrets
+# canary searches them at the end (never Secrets: those hold the values).
+- level: Request
+  omitManagedFields: true
+  verbs: ["create", "update", "patch"]
+  resources:
+  - group: ""
+    resources: ["events"]
+  - group: "events.k8s.io"
+    resources: ["events"]
+  - group: "syncd.io"
+    resources: ["apps", "apps/status"]
 - level: Metadata
 EOF
 
@@ -498,6 +591,9 @@ k8s_restricted_sa() {
 		return 1
 	fi
 	k8s_kubeconfig "$K8S_SA_KUBECONFIG" system:serviceaccount:default:restricted token "$token"
+	if declare -F canary_plant >/dev/null; then
+		canary_plant "a service account token" "$token"
+	fi
 }
 
 k8s_env() {
