@@ -1385,6 +1385,8 @@ int src_artifact_open(struct src_artifact **out, const struct source_options *o,
 		if ((error = src_mkdir_p(p, 0700, err)) < 0)
 			goto out;
 	}
+	/* State files a killed syncd left half-made (p is .../state). */
+	file_sweep_temps(p);
 	free(p);
 	if (!(p = src_path_join(s->cache, "lock")))
 		goto nomem;

@@ -2277,6 +2277,7 @@ int source_git_open(struct source_git **out,
 	}
 	if ((error = src_mkdir_p(p, 0700, err)) < 0)
 		goto out;
+	file_sweep_temps(p); /* state files a killed syncd left half-made */
 	free(p);
 	if (!(p = src_path_join(s->cache, "lock"))) {
 		error = err_set(err, ERR_NOMEM, "out of memory");

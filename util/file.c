@@ -1,6 +1,8 @@
 #include "util/file.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -118,7 +120,7 @@ int file_replace(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
 	const char *slash = strrchr(path, '/');
 	int fd = -1, dfd, error = 0;
 
-	if (buf_addf(&tmp, "%s.tmp.XXXXXX", path) < 0 ||
+	if (buf_addf(&tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid()) < 0 ||
 	    buf_add(&dir, path, slash ? (size_t)(slash - path) + 1 : 0) < 0 ||
 	    (!slash && buf_adds(&dir, ".") < 0)) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
@@ -156,4 +158,46 @@ out:
 	buf_release(&tmp);
 	buf_release(&dir);
 	return error;
+}
+
+/* The writer's PID in a file_replace() temporary's name, or 0. */
+static long temp_pid(const char *name)
+{
+	const char *t = strstr(name, ".tmp."), *p;
+	long pid = 0;
+
+	if (!t)
+		return 0;
+	for (p = t + 5; *p >= '0' && *p <= '9' && pid < 100000000; p++)
+		pid = pid * 10 + (*p - '0');
+	if (p == t + 5 || *p != '.' || strlen(p + 1) != 6)
+		return 0;
+	return pid;
+}
+
+unsigned file_sweep_temps(const char *dir)
+{
+	struct dirent *de;
+	struct stat st;
+	unsigned n = 0;
+	long pid;
+	DIR *d;
+	int dfd;
+
+	if (!(d = opendir(dir)))
+		return 0;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		pid = temp_pid(de->d_name);
+		if (pid <= 0 || pid == (long)getpid() ||
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
 }

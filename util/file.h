@@ -41,6 +41,16 @@ int file_read_secret(struct buf *out, const char *path, size_t max,
 int file_replace(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
 		 struct err *err);
 
+/*
+ * Remove the temporary files file_replace() left in `dir` when its
+ * process died between the write and the rename (SIGKILL, a power cut):
+ * each is named "NAME.tmp.PID.XXXXXX"; one goes when PID is not running.
+ * (A writer in another PID namespace sharing the folder could lose its
+ * temporary: its rename then fails, the old file stays whole.) Returns
+ * how many were removed; a folder that cannot be read removes none.
+ */
+unsigned file_sweep_temps(const char *dir);
+
 /* Write all of data[0..len) to `fd` (retrying short writes). 0 or -1. */
 int file_write_all(int fd, const void *data, size_t len);
 

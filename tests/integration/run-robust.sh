@@ -292,6 +292,18 @@ fi
 # === 3. a restart writes nothing =========================================
 stop_syncd "restart"
 reset_stats
+# What a syncd killed between a write and its rename would leave: half a
+# state file and half a render, named for a process that is gone.
+(exit 0) &
+dead=$!
+wait "$dead"
+planted=()
+for d in "$tmp"/cache1/*/state "$tmp"/cache1/*/renders; do
+	[ -d "$d" ] || continue
+	f="$d/$(ls "$d" | grep -v '\.tmp\.' | head -n 1).tmp.$dead.Xy12Zq"
+	printf 'half' >"$f"
+	planted+=("$f")
+done
 start_syncd "$tmp/s1.yaml" "$log1.2"
 if wait_for 60 both_done_after "$log1.2" 1 f-a f-b; then
 	ok "restart: the first passes of both apps are done"
@@ -312,6 +324,12 @@ expect_eq "$(cm_value s1 f-a-settings) $(image_of s1 f-a-web) $(cm_value s1 f-b-
 # The renders of the first run are on disk: nothing is rendered again.
 expect_eq "$(grep -c 'msg=rendered' "$log1.2") $(grep -c 'msg="render read from the cache"' "$log1.2")" \
 	"0 2" "restart: both apps read their render back instead of rendering"
+left=0
+for f in "${planted[@]}"; do
+	[ -e "$f" ] && left=$((left + 1))
+done
+expect_eq "${#planted[@]} $left" "2 0" \
+	"restart: the half-written state file and render a killed syncd left are removed"
 stop_syncd "restart (second run)"
 
 # === 4. two apps from one repository =====================================

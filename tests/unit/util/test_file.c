@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/file.h"
@@ -173,4 +174,34 @@ Test(file, replace_in_a_missing_folder_names_the_file)
 	cr_assert_eq(file_replace(path, fill_hello, (char *)"x", &err), ERR_IO);
 	cr_assert(strstr(err_first(&err), path));
 	err_release(&err);
+}
+
+/* The temporary a writer killed between its write and its rename left. */
+Test(file, sweep_removes_only_temporaries_of_dead_writers)
+{
+	char name[128];
+	pid_t dead = fork();
+
+	cr_assert_neq(dead, -1);
+	if (dead == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(dead, NULL, 0), dead);
+
+	write_file("state", "whole\n");
+	snprintf(name, sizeof(name), "state.tmp.%ld.Ab12Cd", (long)dead);
+	write_file(name, "half");
+	snprintf(name, sizeof(name), "state.tmp.%ld.Ef34Gh", (long)getpid());
+	write_file(name, "mine, being written");
+	write_file("state.tmp.1.Ij56Kl", "pid 1 is running");
+	write_file("other.tmp.x.Mn78Op", "not a temporary of file_replace");
+	cr_assert_eq(entries(), 5);
+
+	cr_assert_eq(file_sweep_temps(dir), 1);
+	cr_assert_eq(entries(), 4);
+	snprintf(name, sizeof(name), "%s/state.tmp.%ld.Ab12Cd", dir,
+		 (long)dead);
+	cr_assert_eq(access(name, F_OK), -1,
+		     "the dead writer's temporary stays");
+	cr_assert_eq(file_sweep_temps(dir), 0);
+	cr_assert_eq(file_sweep_temps("/nonexistent/syncd"), 0);
 }
