@@ -11,8 +11,9 @@
 #                             name says what it is, the value is never
 #                             printed)
 #   canary_input PATH...      files or folders that hold planted secrets
-#                             as input (token files, kubeconfigs, the work
-#                             trees of test repositories): never scanned
+#                             as input (token files, kubeconfigs, the test
+#                             tools' credential stores), existing yet or
+#                             not: never scanned
 #   canary_scan WHAT PATH...  searches every other file under the PATHs;
 #                             prints "not ok - secrets canary: NAME in
 #                             FILE" per hit and returns 1 on any
@@ -61,8 +62,7 @@ canary_input() {
 	local d p
 	d=$(canary_dir)
 	for p in "$@"; do
-		[ -e "$p" ] || continue
-		realpath "$p" >>"$d/inputs"
+		realpath -m "$p" >>"$d/inputs"
 	done
 }
 

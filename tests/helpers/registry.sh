@@ -165,7 +165,9 @@ registry_start_once() {
 	fi
 	if declare -F canary_plant >/dev/null; then
 		canary_plant "the registry password" "$(head -n 1 "$REGISTRY_PASSWORD_FILE")"
-		canary_input "$REGISTRY_PASSWORD_FILE"
+		# helm's and oras's logins keep it too (registry_tools_env).
+		canary_input "$REGISTRY_PASSWORD_FILE" "$REGISTRY_DIR/helm" \
+			"$REGISTRY_DIR/docker"
 	fi
 	if ! registry_bcrypt "$REGISTRY_USER" <"$REGISTRY_PASSWORD_FILE" >"$REGISTRY_DIR/htpasswd"; then
 		echo "registry: no bcrypt: neither perl's crypt nor htpasswd (apache2-utils) made a hash" >&2

@@ -81,6 +81,7 @@ targets=(real emu)
 KSTEP_KUBECTL=$K8S_BIN/kubectl
 # kubectl's discovery caches live beside the kubeconfigs.
 cp "$K8S_KUBECONFIG" "$tmp/real.kubeconfig"
+canary_input "$tmp/real.kubeconfig" # holds the admin token
 KCFG[real]=$tmp/real.kubeconfig
 
 # --- the known differences ---------------------------------------------

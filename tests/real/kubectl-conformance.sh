@@ -27,6 +27,7 @@ fi
 KSTEP_KUBECTL=$K8S_BIN/kubectl
 # kubectl's discovery cache lives beside the kubeconfig.
 cp "$K8S_KUBECONFIG" "$tmp/kubeconfig"
+canary_input "$tmp/kubeconfig" # holds the admin token
 
 for dir in "$cases"/*/; do
 	step=$(basename "$dir")
