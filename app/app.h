@@ -645,6 +645,12 @@ int app_render_cache_file(struct buf *out, const struct app_spec *s,
 			  const char *base, const char *tree);
 bool app_render_cache_read(const char *file, struct diff_objset *out);
 bool app_render_cache_write(const char *file, const struct diff_objset *set);
+/*
+ * Remove the temporaries a killed writer left beside `file` (a render
+ * cache path): before reading renders back after a start. Writes sweep
+ * on their own; not for every pass.
+ */
+void app_render_cache_sweep(const char *file);
 
 /*
  * ---------------------------------------------------------------------

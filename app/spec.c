@@ -522,8 +522,7 @@ int app_render_cache_file(struct buf *out, const struct app_spec *s,
 	return 0;
 }
 
-/* The render cache's folder: temporaries a killed writer left go. */
-static void sweep_beside(const char *file)
+void app_render_cache_sweep(const char *file)
 {
 	const char *slash = strrchr(file, '/');
 	struct buf dir = BUF_INIT;
@@ -542,7 +541,6 @@ bool app_render_cache_read(const char *file, struct diff_objset *out)
 	size_t i;
 	bool ok = false;
 
-	sweep_beside(file);
 	if (access(file, R_OK) < 0 ||
 	    file_read(&data, file, file, RENDER_CACHE_MAX, &err) < 0)
 		goto out;
@@ -597,7 +595,7 @@ bool app_render_cache_write(const char *file, const struct diff_objset *set)
 	slash = strrchr(file, '/');
 	if (doc && slash && buf_add(&dir, file, slash - file) >= 0 &&
 	    (mkdir(dir.ptr, 0700) == 0 || errno == EEXIST)) {
-		sweep_beside(file);
+		app_render_cache_sweep(file);
 		ok = file_replace(file, dump_doc, doc, &err) == 0;
 	}
 	json_decref(doc);

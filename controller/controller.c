@@ -527,11 +527,14 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 		return 0;
 	}
 	/* Rendered by an earlier process (a restart): read it back. */
-	if (app_spec_cacheable(a->spec) && render_path(a, r.tree, &file) &&
-	    app_render_cache_read(buf_cstr(&file), &fresh)) {
-		log_info("render read from the cache", "app", a->spec->name,
-			 "revision", r.revision, "tree", r.tree, NULL);
-		goto rendered;
+	if (app_spec_cacheable(a->spec) && render_path(a, r.tree, &file)) {
+		app_render_cache_sweep(buf_cstr(&file));
+		if (app_render_cache_read(buf_cstr(&file), &fresh)) {
+			log_info("render read from the cache", "app",
+				 a->spec->name, "revision", r.revision, "tree",
+				 r.tree, NULL);
+			goto rendered;
+		}
 	}
 	if ((error = source_checkout(a->gs, &dir, err)) < 0)
 		goto failed;

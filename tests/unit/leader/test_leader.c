@@ -164,6 +164,16 @@ static bool wait_leader(int i, long ms)
 	return kube_leader_is_leader(el[i].l);
 }
 
+/* How many times elector i stopped leading, once it has (or ms passed). */
+static int wait_stopped(int i, long ms)
+{
+	uint64_t deadline = clk_mono_ms() + ms;
+
+	while (atomic_load(&el[i].p.stopped) == 0 && clk_mono_ms() < deadline)
+		clk_sleep_ms(10);
+	return atomic_load(&el[i].p.stopped);
+}
+
 /* The Lease as stored now (new reference). */
 static json_t *get_lease(void)
 {
@@ -387,10 +397,7 @@ Test(leader, failed_renewals_stop_leading)
 	cr_assert_eq(test_emu_faults(&emu, "verb=update,resource=" LEASES
 					   ",code=503,retryAfter=0,count=60"),
 		     0);
-	deadline = clk_mono_ms() + WAIT_MS;
-	while (atomic_load(&el[0].p.stopped) == 0 && clk_mono_ms() < deadline)
-		clk_sleep_ms(10);
-	cr_assert_eq(atomic_load(&el[0].p.stopped), 1,
+	cr_assert_eq(wait_stopped(0, WAIT_MS), 1,
 		     "stopped_leading was not called");
 	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_gt(atomic_load(&el[0].p.failed), 0);
@@ -421,10 +428,7 @@ Test(leader, hung_renewal_stops_leading_at_the_deadline)
 	cr_assert_eq(test_emu_faults(&emu, "verb=get,resource=" LEASES
 					   ",latency=5s,count=2"),
 		     0);
-	deadline = clk_mono_ms() + WAIT_MS;
-	while (atomic_load(&el[0].p.stopped) == 0 && clk_mono_ms() < deadline)
-		clk_sleep_ms(10);
-	cr_assert_eq(atomic_load(&el[0].p.stopped), 1,
+	cr_assert_eq(wait_stopped(0, WAIT_MS), 1,
 		     "stopped_leading was not called");
 	cr_assert_not(kube_leader_is_leader(el[0].l));
 	cr_assert_eq(atomic_load(&el[0].p.failed_at_stop), failed + 1,
