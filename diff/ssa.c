@@ -74,9 +74,9 @@ static int manager_add(struct ssa *c, json_t *entry, struct diff_fieldset *set)
 }
 
 /*
- * Load live's managedFields. A live object without any gets a
- * before-first-apply Update entry owning all its fields, as the API
- * server adds on the first apply.
+ * Load live's managedFields. A live object without any (or with none
+ * readable) gets a before-first-apply Update entry owning all its
+ * fields, as the API server adds on the first apply.
  */
 static int load_managers(struct ssa *c, const char *manager, const char *time,
 			 struct err *err)
@@ -92,28 +92,6 @@ static int load_managers(struct ssa *c, const char *manager, const char *time,
 		goto out;
 	mf = json_object_get(json_object_get(c->live, "metadata"),
 			     "managedFields");
-	if (!json_array_size(mf)) {
-		if ((error = diff_fieldset_of_object(&set, c->live, c->schema,
-						     err)) < 0)
-			goto out;
-		if (diff_fieldset_empty(set)) {
-			diff_fieldset_free(set);
-			goto out;
-		}
-		entry = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:o}", "manager",
-				  BEFORE_FIRST_APPLY, "operation", "Update",
-				  "apiVersion",
-				  entry_str(c->live, "apiVersion"), "time",
-				  time, "fieldsType", "FieldsV1", "fieldsV1",
-				  diff_fieldset_to_json(set));
-		if (!entry) {
-			diff_fieldset_free(set);
-			error = ERR_NOMEM;
-			goto out;
-		}
-		error = manager_add(c, entry, set);
-		goto out;
-	}
 	json_array_foreach (mf, i, e) {
 		const char *op = entry_str(e, "operation");
 
@@ -137,6 +115,27 @@ static int load_managers(struct ssa *c, const char *manager, const char *time,
 			c->self = c->n;
 		if ((error = manager_add(c, entry, set)) < 0)
 			goto out;
+	}
+	if (c->n == 0) {
+		if ((error = diff_fieldset_of_object(&set, c->live, c->schema,
+						     err)) < 0)
+			goto out;
+		if (diff_fieldset_empty(set)) {
+			diff_fieldset_free(set);
+			goto out;
+		}
+		entry = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:o}", "manager",
+				  BEFORE_FIRST_APPLY, "operation", "Update",
+				  "apiVersion",
+				  entry_str(c->live, "apiVersion"), "time",
+				  time, "fieldsType", "FieldsV1", "fieldsV1",
+				  diff_fieldset_to_json(set));
+		if (!entry) {
+			diff_fieldset_free(set);
+			error = ERR_NOMEM;
+			goto out;
+		}
+		error = manager_add(c, entry, set);
 	}
 out:
 	return error;

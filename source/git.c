@@ -3,6 +3,7 @@
  * database, util/proc.h for signature checks and known_hosts lookups.
  * This is the only file that includes <git2.h>.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +170,21 @@ static bool is_hex(const char *s, size_t min, size_t max)
 }
 
 /*
+ * RFC 3986's scheme: a letter, then letters, digits, "+", "-", ".". Only
+ * a valid one is named in an error: what precedes "://" in a mistyped
+ * URL ("user:token@host://...") can be a credential.
+ */
+static bool scheme_valid(const char *p, const char *end)
+{
+	if (p == end || end - p > 32 || !isalpha((unsigned char)*p))
+		return false;
+	for (; p < end; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("+-.", *p))
+			return false;
+	return true;
+}
+
+/*
  * Split the URL: its kind, its display form (user information removed),
  * the user name, and for SSH the host and port. A password in the URL is
  * refused so that secrets never travel through argv or the cache name.
@@ -185,11 +201,15 @@ static int parse_url(struct source_git *s, const char *url, struct err *err)
 		s->kind = URL_SSH;
 	else if (!strncmp(url, "file://", 7))
 		s->kind = URL_LOCAL;
-	else if (strstr(url, "://"))
+	else if (strstr(url, "://") && scheme_valid(url, strstr(url, "://")))
 		return err_set(err, ERR_INVALID,
 			       "%.*s: unsupported URL scheme (https, http, "
 			       "ssh, file or a local path)",
 			       (int)(strstr(url, "://") - url), url);
+	else if (strstr(url, "://"))
+		return err_set(err, ERR_INVALID,
+			       "the URL's scheme is not valid (https, http, "
+			       "ssh, file or a local path)");
 	else if (url[0] != '/' && url[0] != '.' &&
 		 (colon = strchr(url, ':')) &&
 		 (!strchr(url, '/') || colon < strchr(url, '/')))

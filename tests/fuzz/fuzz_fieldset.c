@@ -6,7 +6,8 @@
  * Besides the sanitizers, it checks: a refused input leaves a problem and
  * no set, success none; the set printed with diff_fieldset_to_json()
  * parses back to an equal set that prints the same (the canonical form is
- * a fixed point); walking visits diff_fieldset_size() members, each one
+ * a fixed point, from the second print where a float is negative zero);
+ * walking visits diff_fieldset_size() members, each one
  * a member (and a prefix) of the set with a printable path, and inserting
  * them into an empty set rebuilds an equal set; a ∪ a = a ∩ a = a and
  * a \ a is empty.
@@ -44,6 +45,17 @@ static int visit(const struct diff_path *path, void *data)
 	return 0;
 }
 
+/* The compact JSON text of j, kept until the next call. */
+static const char *json_dumps_sink(const json_t *j)
+{
+	static char *text;
+
+	free(text);
+	if (!(text = json_dumps(j, JSON_COMPACT)))
+		abort();
+	return text;
+}
+
 static void check_same(struct diff_fieldset *a, struct diff_fieldset *b)
 {
 	if (!b || !diff_fieldset_equal(a, b) || !diff_fieldset_subset(a, b) ||
@@ -72,13 +84,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!set || err_count(&err))
 		abort();
 
-	/* The canonical form reads back equal and prints the same. */
+	/*
+	 * The canonical form reads back equal and prints the same. Not at
+	 * once where a float is negative zero: "-0.0" prints as "-0", as
+	 * Go prints it (and as value elements built from objects are
+	 * written), which reads back as the integer 0, printed "0". Go's
+	 * own round trip does the same; from there on it is a fixed point.
+	 */
 	if (!(out = diff_fieldset_to_json(set)))
 		abort();
 	if (diff_fieldset_parse(&again, out, &err) < 0)
 		abort();
-	if (!(out2 = diff_fieldset_to_json(again)) || !json_equal(out, out2))
+	if (!(out2 = diff_fieldset_to_json(again)))
 		abort();
+	if (!json_equal(out, out2)) {
+		if (!strstr(json_dumps_sink(out), "-0"))
+			abort();
+		json_decref(out);
+		out = out2;
+		diff_fieldset_free(set);
+		set = again;
+		if (diff_fieldset_parse(&again, out, &err) < 0 ||
+		    !(out2 = diff_fieldset_to_json(again)) ||
+		    !json_equal(out, out2))
+			abort();
+	}
 	check_same(set, again);
 
 	w.set = set;

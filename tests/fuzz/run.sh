@@ -3,7 +3,10 @@
 # its seed corpus (tests/fuzz/corpus/NAME, copied: new inputs never go into
 # the tree), with TMPDIR a scratch directory removed afterwards. Used by
 # `make fuzz` (FUZZ_SECONDS) and the fuzz phase of tests/run.sh
-# (FUZZ_TEST_SECONDS).
+# (FUZZ_TEST_SECONDS). FUZZ_SEED, when set, is libFuzzer's -seed: the
+# fuzz phase of `make test` fixes it, so that the same tree mutates the
+# same inputs in the same order and a run of the suite is repeatable;
+# `make fuzz` leaves it unset and explores from a new seed each time.
 #
 #   tests/fuzz/run.sh SECONDS NAME...
 #
@@ -28,9 +31,9 @@ for t in "$@"; do
 	work=$(mktemp -d "${TMPDIR:-/tmp}/syncd-fuzz.XXXXXX")
 	mkdir "$work/corpus" "$work/tmp"
 	cp -r "tests/fuzz/corpus/$t/." "$work/corpus/" 2>/dev/null
-	echo "== $t: $seconds s from $(ls "$work/corpus" | wc -l) seeds"
+	echo "== $t: $seconds s from $(ls "$work/corpus" | wc -l) seeds${FUZZ_SEED:+, seed $FUZZ_SEED}"
 	TMPDIR=$work/tmp "$out/$t" -max_total_time="$seconds" -timeout=10 \
-		-max_len=65536 -print_final_stats=1 \
+		-max_len=65536 -print_final_stats=1 ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
 		-artifact_prefix="$out/$t-" "$work/corpus" >"$out/$t.log" 2>&1
 	rc=$?
 	corpus=$(ls "$work/corpus" | wc -l)

@@ -379,6 +379,8 @@ Test(fieldset, canonical_numbers_and_strings)
 		{"v:1E+2", "v:100"},
 		{"v:-0", "v:0"},
 		{"v:0.0", "v:0"},
+		{"v:-0.0", "v:-0"}, /* the float -0, as Go prints it */
+		{"v:-0.0000e3", "v:-0"},
 		{"v:1e-7", "v:1e-7"},
 		{"v:0.000001", "v:0.000001"},
 		{"v:1.5e21", "v:1.5e+21"},

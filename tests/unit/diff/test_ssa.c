@@ -424,6 +424,44 @@ Test(ssa, before_first_apply)
 	diff_ssa_result_release(&res);
 }
 
+/* Entries apimachinery cannot read (here no operation) are dropped; when
+ * none is left the object is as one without managedFields, and applying
+ * the same object twice is still a no-op the second time. */
+Test(ssa, no_readable_entry_is_before_first_apply)
+{
+	struct diff_ssa_result res, again;
+	const char *applied = "{'apiVersion':'v1','kind':'ConfigMap',"
+			      "'metadata':{'name':'cm'},'data':{'x':'1'}}";
+	json_t *j = J(applied);
+	struct err err = ERR_INIT;
+
+	apply(&res,
+	      "{'apiVersion':'v1','kind':'ConfigMap','metadata':{"
+	      "'name':'cm','namespace':'default','managedFields':[{"
+	      "'manager':'old','fieldsType':'FieldsV1','fieldsV1':{"
+	      "'f:data':{'f:y':{}}}}]},'data':{'x':'1','y':'2'}}",
+	      applied, "syncd", false, T2);
+	cr_expect(res.changed);
+	expect_json(res.object,
+		    "{'apiVersion':'v1','kind':'ConfigMap','metadata':{"
+		    "'name':'cm','namespace':'default','managedFields':["
+		    "{'manager':'syncd','operation':'Apply','apiVersion':"
+		    "'v1','time':'" T2 "','fieldsType':'FieldsV1','fieldsV1':"
+		    "{'f:data':{'f:x':{}}}},{'manager':'before-first-apply',"
+		    "'operation':'Update','apiVersion':'v1','time':'" T2 "',"
+		    "'fieldsType':'FieldsV1','fieldsV1':{'f:data':{'f:x':{},"
+		    "'f:y':{}}}}]},'data':{'x':'1','y':'2'}}");
+	cr_assert_eq(diff_ssa_apply(&again, res.object, j, schema_of(j),
+				    "syncd", false, T2, &err),
+		     0, "%s", err_first(&err));
+	cr_expect_not(again.changed);
+	cr_expect_null(again.conflicts);
+	diff_ssa_result_release(&again);
+	diff_ssa_result_release(&res);
+	json_decref(j);
+	err_release(&err);
+}
+
 Test(ssa, before_first_apply_conflicts)
 {
 	struct diff_ssa_result res;

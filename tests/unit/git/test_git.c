@@ -629,6 +629,17 @@ Test(git, credentials_never_in_cache_names)
 	source_git_free(s);
 	o.url = "ftp://example.invalid/repo.git";
 	cr_assert_eq(source_git_open(&s, &o, &e), ERR_INVALID);
+	cr_assert(strstr(err_msg(&e), "ftp: unsupported URL scheme"), "%s",
+		  err_msg(&e));
+	err_release(&e);
+
+	/* A mistyped URL: what precedes "://" is no scheme, and may be a
+	 * credential; it is never repeated. */
+	o.url = "user:hunter2@example.invalid://org/repo.git";
+	cr_assert_eq(source_git_open(&s, &o, &e), ERR_INVALID);
+	cr_assert(strstr(err_msg(&e), "scheme is not valid"), "%s",
+		  err_msg(&e));
+	cr_assert_null(strstr(err_msg(&e), "hunter2"), "%s", err_msg(&e));
 	err_release(&e);
 }
 
