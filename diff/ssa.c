@@ -74,6 +74,21 @@ static int manager_add(struct ssa *c, json_t *entry, struct diff_fieldset *set)
 }
 
 /*
+ * apimachinery's manager identifier (BuildManagerIdentifier): manager,
+ * operation and subresource, and the version for an Update. Two entries
+ * with the same identifier are one manager; decoding keeps the last.
+ */
+static bool same_manager(const json_t *a, const json_t *b)
+{
+	return str_eq(entry_str(a, "manager"), entry_str(b, "manager")) &&
+	       str_eq(entry_str(a, "operation"), entry_str(b, "operation")) &&
+	       str_eq(entry_str(a, "subresource"),
+		      entry_str(b, "subresource")) &&
+	       (str_eq(entry_str(a, "operation"), "Apply") ||
+		str_eq(entry_str(a, "apiVersion"), entry_str(b, "apiVersion")));
+}
+
+/*
  * Load live's managedFields. A live object without any (or with none
  * readable) gets a before-first-apply Update entry owning all its
  * fields, as the API server adds on the first apply.
@@ -84,7 +99,7 @@ static int load_managers(struct ssa *c, const char *manager, const char *time,
 	const json_t *mf, *e;
 	struct diff_fieldset *set = NULL;
 	json_t *entry;
-	size_t i;
+	size_t i, k;
 	int error = 0;
 
 	c->self = (size_t)-1;
@@ -107,6 +122,15 @@ static int load_managers(struct ssa *c, const char *manager, const char *time,
 			diff_fieldset_free(set);
 			error = ERR_NOMEM;
 			goto out;
+		}
+		for (k = 0; k < c->n && !same_manager(c->m[k].entry, e); k++)
+			;
+		if (k < c->n) { /* a duplicate: the last one counts */
+			json_decref(c->m[k].entry);
+			diff_fieldset_free(c->m[k].set);
+			c->m[k].entry = entry;
+			c->m[k].set = set;
+			continue;
 		}
 		if (c->self == (size_t)-1 &&
 		    str_eq(entry_str(e, "manager"), manager) &&
@@ -168,12 +192,33 @@ static bool is_item_key(const struct ssa *c, const struct diff_path *p)
 	return false;
 }
 
+/* True when `p` is beneath an atomic value of the merged object. */
+static bool under_atomic(const struct ssa *c, const struct diff_path *p)
+{
+	const struct diff_schema *s;
+	const json_t *v;
+
+	for (size_t i = 1; i < p->len; i++) {
+		v = diff_tree_get(c->merged, p->pe, i, c->schema, &s);
+		if (!v)
+			return false;
+		if ((json_is_object(v) || json_is_array(v)) &&
+		    diff_schema_type_of(s, v) == DIFF_SCHEMA_ATOMIC)
+			return true;
+	}
+	return false;
+}
+
 static int prune_visit(const struct diff_path *p, void *data)
 {
 	struct prune_ctx *pc = data;
 
 	/* co-owned (or something under it is): it stays */
 	if (diff_fieldset_has_prefix(pc->owned, p))
+		return 0;
+	/* an atomic value is replaced whole, never pruned inside (as
+	 * structured-merge-diff's removing walker stops at one) */
+	if (under_atomic(pc->c, p))
 		return 0;
 	/* an item that stays keeps its key */
 	if (is_item_key(pc->c, p))

@@ -462,6 +462,69 @@ Test(ssa, no_readable_entry_is_before_first_apply)
 	err_release(&err);
 }
 
+/* Two entries of one manager (apimachinery's identifier): the last one
+ * counts, and the result has one. */
+Test(ssa, duplicate_entries_are_one_manager)
+{
+	struct diff_ssa_result res;
+
+	apply(&res,
+	      "{'apiVersion':'v1','kind':'ConfigMap','metadata':{"
+	      "'name':'cm','namespace':'default','labels':{'a':'1',"
+	      "'b':'2'},'managedFields':[{'manager':'ctl','operation':"
+	      "'Apply','apiVersion':'v1','time':'" T1 "','fieldsType':"
+	      "'FieldsV1','fieldsV1':{'f:metadata':{'f:labels':{"
+	      "'f:a':{}}}}},{'manager':'ctl','operation':'Apply',"
+	      "'apiVersion':'v1','time':'" T1 "','fieldsType':"
+	      "'FieldsV1','fieldsV1':{'f:metadata':{'f:labels':{"
+	      "'f:b':{}}}}}]},'data':{'x':'1'}}",
+	      "{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'cm',"
+	      "'labels':{'a':'9'}}}",
+	      "syncd", false, T2);
+	/* "a" belongs to no one now: no conflict, and ctl keeps only "b" */
+	cr_expect_null(res.conflicts);
+	expect_json(res.object,
+		    "{'apiVersion':'v1','kind':'ConfigMap','metadata':{"
+		    "'name':'cm','namespace':'default','labels':{'a':'9',"
+		    "'b':'2'},'managedFields':[{'manager':'ctl','operation':"
+		    "'Apply','apiVersion':'v1','time':'" T1 "','fieldsType':"
+		    "'FieldsV1','fieldsV1':{'f:metadata':{'f:labels':{"
+		    "'f:b':{}}}}},{'manager':'syncd','operation':'Apply',"
+		    "'apiVersion':'v1','time':'" T2 "','fieldsType':"
+		    "'FieldsV1','fieldsV1':{'f:metadata':{'f:labels':{"
+		    "'f:a':{}}}}}]},'data':{'x':'1'}}");
+	diff_ssa_result_release(&res);
+}
+
+/*
+ * An entry written when the selector was granular (f:matchLabels under
+ * it) against today's atomic selector: the apply replaces the selector
+ * whole and prunes nothing inside it.
+ */
+Test(ssa, nothing_pruned_inside_an_atomic_value)
+{
+	struct diff_ssa_result res;
+
+	apply(&res,
+	      "{'apiVersion':'apps/v1','kind':'Deployment','metadata':{"
+	      "'name':'web','namespace':'default','managedFields':[{"
+	      "'manager':'syncd','operation':'Apply','apiVersion':"
+	      "'apps/v1','time':'" T1 "','fieldsType':'FieldsV1',"
+	      "'fieldsV1':{'f:spec':{'f:selector':{'f:matchLabels':{"
+	      "'.':{},'f:app':{}}}}}}]},'spec':{'selector':{"
+	      "'matchLabels':{'app':'web'}}}}",
+	      "{'apiVersion':'apps/v1','kind':'Deployment','metadata':{"
+	      "'name':'web'},'spec':{'selector':{'matchLabels':{'app':"
+	      "'web'}}}}",
+	      "syncd", false, T2);
+	cr_expect_null(res.conflicts);
+	cr_assert_not_null(res.object);
+	expect_json(json_object_get(json_object_get(res.object, "spec"),
+				    "selector"),
+		    "{'matchLabels':{'app':'web'}}");
+	diff_ssa_result_release(&res);
+}
+
 Test(ssa, before_first_apply_conflicts)
 {
 	struct diff_ssa_result res;
