@@ -61,6 +61,7 @@ struct source_git {
 	char *username;
 	char *password_file, *password_env, *token_file, *token_env;
 	char *ca_file;
+	struct src_http *http; /* the ref advertisement's kept-alive handle */
 	char *ssh_key_file, *ssh_passphrase_file, *known_hosts_file;
 	bool skip_host_key;
 	char *allowed_signers, *gpg_keyring;
@@ -1136,6 +1137,245 @@ static bool have_object(struct source_git *s, const git_oid *oid)
 	return r;
 }
 
+/* ---- the ref advertisement over src_http ---- */
+
+/* Bytes of a ref advertisement read at most (a repository with tens of
+ * thousands of tags); larger ones go the libgit2 way. */
+#define ADVERT_MAX (16u << 20)
+
+struct advert {
+	git_remote_head *heads;
+	const git_remote_head **ptrs;
+	size_t n, cap;
+	char *head_target; /* HEAD's symref target, from the capabilities */
+};
+
+static void advert_release(struct advert *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->heads[i].name);
+	free(a->heads);
+	free(a->ptrs);
+	free(a->head_target);
+}
+
+/* The length of the pkt-line at p (4 hex digits, counting themselves). */
+static long pkt_len(const char *p, const char *end)
+{
+	long n = 0;
+
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		int c = (unsigned char)p[i], d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return -1;
+		n = n * 16 + d;
+	}
+	return n;
+}
+
+static int advert_add(struct advert *a, const char *hex, const char *name,
+		      size_t len)
+{
+	git_remote_head *h;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 64;
+
+		if (!(h = realloc(a->heads, cap * sizeof(*h))))
+			return ERR_NOMEM;
+		a->heads = h;
+		a->cap = cap;
+	}
+	h = &a->heads[a->n];
+	memset(h, 0, sizeof(*h));
+	if (git_oid_fromstrn(&h->oid, hex, HEXSZ) < 0)
+		return ERR_PARSE;
+	if (!(h->name = strndup(name, len)))
+		return ERR_NOMEM;
+	a->n++;
+	return 0;
+}
+
+/*
+ * Smart HTTP's ref advertisement (protocol v0/v1): "# service=..." and a
+ * flush, then "<oid> <ref>\0<capabilities>" and "<oid> <ref>" lines, and a
+ * flush. 0, ERR_PARSE for anything else (the caller lets libgit2 try), or
+ * ERR_NOMEM.
+ */
+static int advert_parse(struct advert *a, const char *p, size_t size)
+{
+	const char *end = p + size;
+	bool service = false, first = true;
+	long n;
+
+	while ((n = pkt_len(p, end)) >= 0) {
+		const char *line = p + 4, *nul, *sp;
+		size_t len;
+		int error;
+
+		if (n == 0) { /* flush */
+			p += 4;
+			if (!service)
+				return ERR_PARSE;
+			if (!first)
+				break;
+			continue;
+		}
+		if (n < 4 || n > end - p)
+			return ERR_PARSE;
+		p += n;
+		len = (size_t)n - 4;
+		if (len && line[len - 1] == '\n')
+			len--;
+		if (!service) {
+			if (len < 10 || strncmp(line, "# service=", 10))
+				return ERR_PARSE;
+			service = true;
+			continue;
+		}
+		if (len < HEXSZ + 2 || line[HEXSZ] != ' ')
+			return ERR_PARSE;
+		nul = memchr(line, '\0', len);
+		if (first && nul) {
+			/* "symref=HEAD:refs/heads/main" among the
+			 * capabilities */
+			const char *c = nul + 1, *cend = line + len;
+
+			while (c < cend) {
+				const char *e =
+					memchr(c, ' ', (size_t)(cend - c));
+				size_t cl = (size_t)((e ? e : cend) - c);
+
+				if (cl > 13 &&
+				    !strncmp(c, "symref=HEAD:", 12) &&
+				    !a->head_target &&
+				    !(a->head_target =
+					      strndup(c + 12, cl - 12)))
+					return ERR_NOMEM;
+				c += cl + 1;
+			}
+		}
+		first = false;
+		sp = line + HEXSZ + 1;
+		len = (size_t)((nul ? nul : line + len) - sp);
+		/* An empty repository: "<zero id> capabilities^{}". */
+		if (len == 15 && !strncmp(sp, "capabilities^{}", 15))
+			continue;
+		if ((error = advert_add(a, line, sp, len)) < 0)
+			return error;
+	}
+	if (n < 0 || first)
+		return ERR_PARSE;
+	if (!(a->ptrs = calloc(a->n ? a->n : 1, sizeof(*a->ptrs))))
+		return ERR_NOMEM;
+	for (size_t i = 0; i < a->n; i++) {
+		a->ptrs[i] = &a->heads[i];
+		if (!strcmp(a->heads[i].name, "HEAD"))
+			a->heads[i].symref_target = a->head_target;
+	}
+	return 0;
+}
+
+/*
+ * An unchanged HTTP(S) repository without libgit2: one GET of the ref
+ * advertisement on src_http's kept-alive connection (libgit2 1.5 opens
+ * a new TLS connection for every poll), and when the wanted ref points
+ * at an object the cache has, the poll is done. 1 then (*oid set), 0
+ * when libgit2 is to do the poll (something moved, a commit id is
+ * wanted, a dumb server, an answer not understood, a refusal: libgit2's
+ * own messages say what went wrong), <0 when the server timed out (not
+ * tried twice).
+ */
+static int fast_resolve(struct source_git *s, struct source_poll_result *r,
+			git_oid *oid, struct err *err)
+{
+	struct src_http_options ho = {0};
+	struct src_http_request req = {0};
+	struct src_http_response resp = {0};
+	struct buf url = BUF_INIT, secret = BUF_INIT, cred = BUF_INIT;
+	struct buf auth = BUF_INIT;
+	struct err e = ERR_INIT;
+	struct advert a = {0};
+	struct wanted w;
+	bool found = false;
+	int error = 0, rc;
+
+	if (s->kind != URL_HTTP || strpbrk(s->display, "?#") ||
+	    (s->revision && is_hex(s->revision, 4, HEXSZ)))
+		return 0;
+	if (!s->http) {
+		ho.ca_file = s->ca_file;
+		ho.plain_http = !strncmp(s->display, "http://", 7);
+		ho.timeout_ms = s->timeout_ms;
+		if (src_http_new(&s->http, &ho, &e) < 0)
+			goto out;
+	}
+	buf_adds(&url, s->display);
+	while (url.len && url.ptr[url.len - 1] == '/')
+		url.ptr[--url.len] = '\0';
+	buf_adds(&url, "/info/refs?service=git-upload-pack");
+	if (read_secret(s, &secret, &found, &e) < 0)
+		goto out; /* libgit2's callback says why */
+	if (found) {
+		buf_init(&cred, SECRET_CAP + 256);
+		buf_init(&auth, 2 * SECRET_CAP + 512);
+		buf_addf(&cred, "%s:%s",
+			 s->url_user && *s->url_user ? s->url_user
+			 : s->username		     ? s->username
+						     : "git",
+			 buf_cstr(&secret));
+		buf_adds(&auth, "Basic ");
+		if (base64_encode(&auth, cred.ptr, cred.len, 0) < 0)
+			goto out;
+		req.authorization = buf_cstr(&auth);
+	} else {
+		req.no_auth = true;
+	}
+	if (!url.ptr)
+		goto out;
+	req.url = buf_cstr(&url);
+	req.max_bytes = ADVERT_MAX;
+	s->requests++;
+	r->contacted = true;
+	if ((rc = src_http_do(s->http, &req, &resp, &e)) < 0) {
+		if (rc == ERR_TIMEOUT)
+			error = err_set(err, ERR_TIMEOUT,
+					"connection of %s timed out after "
+					"%u ms",
+					s->display, s->timeout_ms);
+		goto out;
+	}
+	if (resp.status != 200 || !resp.content_type ||
+	    strcmp(resp.content_type,
+		   "application/x-git-upload-pack-advertisement") ||
+	    advert_parse(&a, resp.body.ptr ? resp.body.ptr : "",
+			 resp.body.len) < 0)
+		goto out;
+	find_wanted(s, a.ptrs, a.n, &w);
+	if (!w.found || !have_object(s, &w.oid))
+		goto out;
+	if ((error = set_local_ref(s, w.name, &w.oid, err)) < 0)
+		goto out;
+	*oid = w.oid;
+	error = 1;
+out:
+	advert_release(&a);
+	src_http_response_release(&resp);
+	file_secret_release(&secret);
+	file_secret_release(&cred);
+	file_secret_release(&auth);
+	buf_release(&url);
+	err_release(&e);
+	return error;
+}
+
 /*
  * The network part of a poll: list the remote's refs, fetch only when the
  * wanted object is missing, and leave the resolved object in *oid.
@@ -1591,9 +1831,12 @@ int source_git_poll(struct source_git *s, struct source_poll_result *r,
 	pinned = s->revision && is_hex(s->revision, HEXSZ, HEXSZ) &&
 		 !git_oid_fromstr(&oid, s->revision) && have_object(s, &oid);
 	if (!pinned) {
-		error = resolve_remote(s, r, &oid, err);
-		if (error == 1)
-			error = lookup_commit_id(s, &oid, err);
+		error = fast_resolve(s, r, &oid, err);
+		if (error == 0) {
+			error = resolve_remote(s, r, &oid, err);
+			if (error == 1)
+				error = lookup_commit_id(s, &oid, err);
+		}
 		if (error < 0)
 			goto out;
 	}
@@ -2352,6 +2595,7 @@ void source_git_free(struct source_git *s)
 	free(s->token_file);
 	free(s->token_env);
 	free(s->ca_file);
+	src_http_free(s->http);
 	free(s->ssh_key_file);
 	free(s->ssh_passphrase_file);
 	free(s->known_hosts_file);
