@@ -29,7 +29,10 @@ SYNCD="$top/$BUILD/syncd"
 [ -x "$SYNCD" ] || make -s BUILD="$BUILD" "$BUILD/syncd"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncd-bench-git.XXXXXX")
-# servers.sh expects lib.sh's $tmp and its helpers' names.
+# servers.sh expects lib.sh's $tmp and its helpers' names; the secrets
+# canary of the tests has nothing to check here.
+canary_plant() { :; }
+canary_input() { :; }
 . tests/integration/git/servers.sh
 cleanup() {
 	set +e
@@ -101,7 +104,7 @@ bench_transport() {
 	mean=$(field mean_ms <<<"$line")
 	fetches=$(field fetches <<<"$line")
 	rpp=$(field requests_per_poll <<<"$line")
-	printf '  syncd poll (source_git_poll)  %8s ms/poll  p50 %s  p99 %s  fetches %s  connections/poll %s\n' \
+	printf '  syncd poll (source_git_poll)  %8s ms/poll  p50 %s  p99 %s  fetches %s  requests/poll %s\n' \
 		"$mean" "$(field p50_ms <<<"$line")" "$(field p99_ms <<<"$line")" \
 		"$fetches" "$rpp"
 	[ "$fetches" = 0 ] || no_fetch=MISSED
@@ -158,6 +161,16 @@ if [ -n "$http" ]; then
 	r_ls=$(count_requests "${gitc[@]}" ls-remote "$url" refs/heads/main)
 	r_fetch=$(count_requests "${gitc[@]}" -C "$tmp/peer-https.git" fetch -q origin)
 	echo "  HTTP requests per check: syncd poll $r_poll, git ls-remote $r_ls, git fetch (no-op) $r_fetch"
+	# The server's own time: curl asking for the same ref advertisement
+	# $POLLS times on one kept-alive connection (lighttpd runs git
+	# http-backend as a CGI for each request). No poll over this server
+	# can be faster.
+	refs="$url/info/refs?service=git-upload-pack"
+	curl_args=()
+	for _ in $(seq "$POLLS"); do curl_args+=("$refs" -o /dev/null); done
+	s=$(time_runs 1 curl -sf -u bench:b3nch --cacert "$tmp/tls/ca.pem" "${curl_args[@]}")
+	printf '  the server alone (curl, kept-alive) %8s ms/request: the floor of an HTTPS poll here\n' \
+		"$(ms_per "$s" "$POLLS")"
 fi
 
 # A commit outside apps/app1 (monorepo): the poll fetches it, and the
