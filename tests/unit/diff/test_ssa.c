@@ -402,6 +402,17 @@ Test(ssa, multiple_conflicts_message)
 	"{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'cm',"     \
 	"'namespace':'default'},'data':{'x':'1','y':'2'}}"
 
+/* CM_BARE (x and y) after syncd's first apply of x=1 at T2. */
+#define CM_AFTER_FIRST_APPLY                                                 \
+	"{'apiVersion':'v1','kind':'ConfigMap','metadata':{"                 \
+	"'name':'cm','namespace':'default','managedFields':["                \
+	"{'manager':'syncd','operation':'Apply','apiVersion':"               \
+	"'v1','time':'" T2 "','fieldsType':'FieldsV1','fieldsV1':"           \
+	"{'f:data':{'f:x':{}}}},{'manager':'before-first-apply',"            \
+	"'operation':'Update','apiVersion':'v1','time':'" T2 "',"            \
+	"'fieldsType':'FieldsV1','fieldsV1':{'f:data':{'f:x':{},"            \
+	"'f:y':{}}}}]},'data':{'x':'1','y':'2'}}"
+
 Test(ssa, before_first_apply)
 {
 	struct diff_ssa_result res;
@@ -412,15 +423,7 @@ Test(ssa, before_first_apply)
 	      "syncd", false, T2);
 	cr_expect(res.changed);
 	cr_expect_null(res.conflicts);
-	expect_json(res.object,
-		    "{'apiVersion':'v1','kind':'ConfigMap','metadata':{"
-		    "'name':'cm','namespace':'default','managedFields':["
-		    "{'manager':'syncd','operation':'Apply','apiVersion':"
-		    "'v1','time':'" T2 "','fieldsType':'FieldsV1','fieldsV1':"
-		    "{'f:data':{'f:x':{}}}},{'manager':'before-first-apply',"
-		    "'operation':'Update','apiVersion':'v1','time':'" T2 "',"
-		    "'fieldsType':'FieldsV1','fieldsV1':{'f:data':{'f:x':{},"
-		    "'f:y':{}}}}]},'data':{'x':'1','y':'2'}}");
+	expect_json(res.object, CM_AFTER_FIRST_APPLY);
 	diff_ssa_result_release(&res);
 }
 
@@ -442,15 +445,7 @@ Test(ssa, no_readable_entry_is_before_first_apply)
 	      "'f:data':{'f:y':{}}}}]},'data':{'x':'1','y':'2'}}",
 	      applied, "syncd", false, T2);
 	cr_expect(res.changed);
-	expect_json(res.object,
-		    "{'apiVersion':'v1','kind':'ConfigMap','metadata':{"
-		    "'name':'cm','namespace':'default','managedFields':["
-		    "{'manager':'syncd','operation':'Apply','apiVersion':"
-		    "'v1','time':'" T2 "','fieldsType':'FieldsV1','fieldsV1':"
-		    "{'f:data':{'f:x':{}}}},{'manager':'before-first-apply',"
-		    "'operation':'Update','apiVersion':'v1','time':'" T2 "',"
-		    "'fieldsType':'FieldsV1','fieldsV1':{'f:data':{'f:x':{},"
-		    "'f:y':{}}}}]},'data':{'x':'1','y':'2'}}");
+	expect_json(res.object, CM_AFTER_FIRST_APPLY);
 	cr_assert_eq(diff_ssa_apply(&again, res.object, j, schema_of(j),
 				    "syncd", false, T2, &err),
 		     0, "%s", err_first(&err));
