@@ -1255,6 +1255,35 @@ static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
 	return 0;
 }
 
+/*
+ * True when we have one Apply entry for the main resource and its
+ * fieldsV1 is `set` written out byte for byte (what own_applied_set()
+ * would parse and find equal, known without parsing).
+ */
+static bool own_entry_is(struct cmp *c, const struct diff_fieldset *set)
+{
+	const struct manager *own = NULL;
+
+	load_managers(c);
+	for (size_t i = 0; i < c->nmgrs; i++) {
+		const struct manager *m = &c->mgrs[i];
+		const char *operation, *subresource;
+
+		if (m->actor != DIFF_ACTOR_SELF)
+			continue;
+		operation = entry_str(m, "operation");
+		subresource = entry_str(m, "subresource");
+		if (!operation || strcmp(operation, "Apply") ||
+		    (subresource && *subresource))
+			continue;
+		if (own)
+			return false; /* several: their union is needed */
+		own = m;
+	}
+	return own && diff_fieldset_same_as_json(
+			      set, json_object_get(own->entry, "fieldsV1"));
+}
+
 /* --- JSON pointers (ignore rules) --- */
 
 static char *pointer_token(const char **p)
@@ -1575,11 +1604,19 @@ int diff_compare_sensitive(struct diff_object_report *out,
 	if (c.secret && (error = cmp_string_data(&c, desired, live)) < 0)
 		goto out_error;
 
-	/* Fields we applied before and no longer declare. */
-	if ((error = own_applied_set(&c, &own, &own_union)) < 0)
-		goto out_error;
-	/* Usually what we own is exactly what we declare: one walk says so. */
-	own_is_desired = own && diff_fieldset_equal(own, desired_set);
+	/*
+	 * Fields we applied before and no longer declare. Usually what we
+	 * own is exactly what we declare, written by the server from the
+	 * same set: one look-up walk says so, without parsing our entry.
+	 */
+	if (own_entry_is(&c, desired_set)) {
+		own = desired_set;
+		own_is_desired = true;
+	} else {
+		if ((error = own_applied_set(&c, &own, &own_union)) < 0)
+			goto out_error;
+		own_is_desired = own && diff_fieldset_equal(own, desired_set);
+	}
 	if (own && !own_is_desired && !diff_fieldset_subset(own, desired_set)) {
 		struct diff_fieldset *gone =
 			diff_fieldset_difference(own, desired_set);
