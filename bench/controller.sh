@@ -61,6 +61,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncd-bench-controller.XXXXXX")
 ok() { echo "$1"; }
 not_ok() { echo "bench/controller.sh: failed: $1" >&2; }
 finish() { exit 1; }
+tmp_remove() { rm -rf "$tmp"; }
 . tests/helpers/emu.sh
 # Its cleanup kills processes that may have exited already: not an error.
 trap 'set +e; emu_cleanup' EXIT
