@@ -363,6 +363,13 @@ bench: $(SYNCD) $(KUBE_EMU) $(BUILD)/bench/diff $(BUILD)/bench/emu \
 	else \
 		echo "skipped: the real control plane is not built (make k8s)"; \
 	fi
+	@echo
+	@echo "== peer: syncd and Flux keeping 100 apps x 100 objects converged"
+	@if [ -x build/k8s/bin/kube-apiserver ] && command -v go >/dev/null; then \
+		BUILD=$(BUILD) bench/peer-flux.sh; \
+	else \
+		echo "skipped: needs the real control plane (make k8s) and Go for Flux"; \
+	fi
 
 # The main job: syncd run keeping examples/guestbook converged on a local
 # kube-emu, narrated step by step (examples/demo.sh); exit 0 only when
