@@ -429,8 +429,13 @@ static int decrypt_render(struct ctl_app *a, struct diff_objset *set,
  * failure keeps the last render): the disk keeps its ciphertext, for a
  * restart, and memory the plaintext the passes use (a->decrypted).
  */
+/*
+ * Keep a render: in its cache file (`cached`: the file it was just read
+ * back from, kept as it is), or in memory when it cannot be written.
+ */
 static int keep_render(struct ctl_app *a, const char *tree,
-		       struct diff_objset *fresh, struct err *err)
+		       struct diff_objset *fresh, const char *cached,
+		       struct err *err)
 {
 	struct diff_objset plain = DIFF_OBJSET_INIT;
 	struct buf file = BUF_INIT;
@@ -444,13 +449,15 @@ static int keep_render(struct ctl_app *a, const char *tree,
 	}
 
 	if (a->render_file) {
-		unlink(a->render_file);
+		if (!cached || strcmp(cached, a->render_file))
+			unlink(a->render_file);
 		free(a->render_file);
 		a->render_file = NULL;
 	}
 	diff_objset_release(&a->objects);
-	if (render_path(a, tree, &file) &&
-	    app_render_cache_write(buf_cstr(&file), fresh)) {
+	if (cached ? buf_adds(&file, cached) >= 0
+		   : render_path(a, tree, &file) &&
+			     app_render_cache_write(buf_cstr(&file), fresh)) {
 		a->render_file = buf_detach(&file, NULL);
 		diff_objset_release(fresh);
 	} else {
@@ -478,6 +485,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	struct diff_objset fresh = DIFF_OBJSET_INIT;
 	struct buf file = BUF_INIT;
 	char *dir = NULL;
+	const char *cached = NULL; /* the render was read back from it */
 	uint64_t now = clk_mono_ms();
 	bool forced;
 	int error;
@@ -533,6 +541,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 			log_info("render read from the cache", "app",
 				 a->spec->name, "revision", r.revision, "tree",
 				 r.tree, NULL);
+			cached = buf_cstr(&file);
 			goto rendered;
 		}
 	}
@@ -549,7 +558,7 @@ static int load_app(struct controller *c, struct ctl_app *a, bool *stale,
 	log_info("rendered", "app", a->spec->name, "revision", r.revision,
 		 "tree", r.tree, NULL);
 rendered:
-	if ((error = keep_render(a, r.tree, &fresh, err)) < 0)
+	if ((error = keep_render(a, r.tree, &fresh, cached, err)) < 0)
 		goto failed;
 	memcpy(a->commit, r.revision, sizeof(a->commit));
 	memcpy(a->tree, r.tree, sizeof(a->tree));

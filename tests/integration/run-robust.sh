@@ -304,6 +304,10 @@ for d in "$tmp"/cache1/*/state "$tmp"/cache1/*/renders; do
 	printf 'half' >"$f"
 	planted+=("$f")
 done
+# The renders by inode: one written again (a new file renamed over it)
+# shows as another inode.
+renders_ino() { ls -i "$tmp"/cache1/*/renders/*.json 2>/dev/null | sort; }
+renders_before=$(renders_ino)
 start_syncd "$tmp/s1.yaml" "$log1.2"
 if wait_for 60 both_done_after "$log1.2" 1 f-a f-b; then
 	ok "restart: the first passes of both apps are done"
@@ -324,6 +328,12 @@ expect_eq "$(cm_value s1 f-a-settings) $(image_of s1 f-a-web) $(cm_value s1 f-b-
 # The renders of the first run are on disk: nothing is rendered again.
 expect_eq "$(grep -c 'msg=rendered' "$log1.2") $(grep -c 'msg="render read from the cache"' "$log1.2")" \
 	"0 2" "restart: both apps read their render back instead of rendering"
+if [ -n "$renders_before" ] && [ "$(renders_ino)" = "$renders_before" ]; then
+	ok "restart: the renders read back are not written again"
+else
+	not_ok "restart: the renders read back are not written again"
+	printf '    before: %s\n    after: %s\n' "$renders_before" "$(renders_ino)"
+fi
 left=0
 for f in "${planted[@]}"; do
 	[ -e "$f" ] && left=$((left + 1))
