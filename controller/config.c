@@ -1403,7 +1403,7 @@ out:
 }
 
 static const char *const top_keys[] = {
-	"resync",   "workers", "fieldManager", "kubeconfig", "context",
+	"resync",   "relist", "workers", "fieldManager", "kubeconfig", "context",
 	"cacheDir", "qps",     "burst",	       "watch",	     "log",
 	"listen",   "apps",    "fightDetection", "api", "webhook",
 	"leaderElection", "events", "health", "appObjects", "clusters", NULL,
@@ -1693,6 +1693,7 @@ static void walk_top(struct walk *w, const json_t *root, struct config *c)
 	if (!check_map(w, root, top_keys))
 		return;
 	get_duration(w, root, "resync", &c->resync_ms, 1000);
+	get_duration(w, root, "relist", &c->relist_ms, 1000);
 	get_uint(w, root, "workers", &c->workers, 1, 256);
 	get_str(w, root, "fieldManager", &c->field_manager);
 	get_file(w, root, "kubeconfig", &c->kubeconfig);
@@ -1906,6 +1907,7 @@ int config_load(struct config **out, const char *path, struct err *err)
 	w.dir = dir;
 	w.err = err;
 	c->resync_ms = 3 * 60 * 1000;
+	c->relist_ms = 60 * 60 * 1000;
 	c->workers = 2;
 	c->qps = 50;
 	c->burst = 100;

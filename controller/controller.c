@@ -926,12 +926,17 @@ static int pass(struct controller *c, struct ctl_app *a)
 		return 0;
 
 	/*
-	 * With watches on, passes read the watch cache; the first pass and
-	 * one per resync period list the server (a lost watch event only
-	 * delays convergence until then).
+	 * With watches on, passes read the watch cache, resyncs too; the
+	 * first pass and one per relist period (at least the resync) list
+	 * the server, as a safety net: a watch event lost for good (the
+	 * cache relists by itself when its watch breaks) only delays
+	 * convergence until then.
 	 */
 	a->relist = !app_wc(c, a) || !a->listed_ms ||
-		    now - a->listed_ms >= c->cfg->resync_ms / 10 * 9;
+		    now - a->listed_ms >= (c->cfg->relist_ms > c->cfg->resync_ms
+						   ? c->cfg->relist_ms
+						   : c->cfg->resync_ms) /
+						  10 * 9;
 	if (a->relist)
 		json_object_clear(a->written);
 	memset(&app, 0, sizeof(app));

@@ -61,6 +61,7 @@ struct config_cluster {
 struct config {
 	char *path;	     /* the file as given */
 	uint64_t resync_ms;  /* default 3m */
+	uint64_t relist_ms;  /* with watches: LIST the server this often; 1h */
 	unsigned workers;    /* default 2 */
 	char *field_manager; /* default "syncd" */
 	char *kubeconfig;    /* NULL: in-cluster, then default */

@@ -285,6 +285,22 @@ else
 	not_ok "after the restart app a heals again: $(image)"
 fi
 
+# Resyncs (every 2 s now) read the watch cache: the server is listed at
+# an app's first pass and then once per relist (default 1h).
+from=$(wc -l <"$tmp/run.err")
+reset_stats
+resynced() {
+	[ "$(tail -n "+$((from + 1))" "$tmp/run.err" |
+		grep -c 'msg="pass done" app=d')" -ge 3 ]
+}
+if wait_for 30 resynced; then
+	ok "app d resyncs three times"
+else
+	not_ok "app d resyncs three times: $(tail -n "+$((from + 1))" "$tmp/run.err" | head -c 2000)"
+fi
+expect_eq "$(count list '*')" 0 \
+	"resyncs with the watch on read the cache: no LIST (relist: 1h)"
+
 term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"
 if grep -q 'Bearer\|BEGIN' "$tmp/run.err"; then

@@ -144,6 +144,7 @@ image_of() { get "$1" "deployment/$2" '{.spec.template.spec.containers[0].image}
 config() {
 	cat >"$1" <<EOF
 resync: $2
+relist: $2
 workers: 2
 kubeconfig: ${4:-$K8S_SYNCD_KUBECONFIG}
 cacheDir: $tmp/cache
@@ -248,8 +249,8 @@ rv_a=$(rvs "$NS_A" configmaps services secrets)
 rv_b=$(rvs "$NS_B" configmaps secrets)
 k8s_audit_mark
 from=$(loglen "$log")
-# A resync lists the app's types in its namespace (a poll in between
-# reads the watch cache).
+# With relist as short as the resync, a resync lists the app's types in
+# its namespace (a poll in between reads the watch cache).
 resyncs() { # NS: syncd's LISTs of ConfigMaps there since the mark
 	k8s_audit_barrier
 	tail -n "+$k8s_audit_from" "$K8S_AUDIT" | jq -c --arg ns "$1" '

@@ -85,6 +85,7 @@ static void check_default_app(const struct app_spec *a)
 static void check_default_globals(const struct config *c)
 {
 	cr_assert_eq(c->resync_ms, 3 * 60 * 1000);
+	cr_assert_eq(c->relist_ms, 60 * 60 * 1000);
 	cr_assert_eq(c->workers, 2);
 	cr_assert_str_eq(c->field_manager, "syncd");
 	cr_assert_null(c->kubeconfig);
@@ -144,6 +145,7 @@ Test(config, full)
 	const struct render_app_options *r;
 
 	cr_assert_eq(c->resync_ms, 90 * 1000);
+	cr_assert_eq(c->relist_ms, 10 * 60 * 1000);
 	cr_assert_eq(c->workers, 4);
 	cr_assert_str_eq(c->field_manager, "syncd-test");
 	/* Relative file names are taken from the file's directory. */
