@@ -12,6 +12,7 @@
 
 #include "app/app.h"
 #include "util/file.h"
+#include "util/json.h"
 #include "util/sha256.h"
 
 #include "util/banned.h" /* last */
@@ -544,7 +545,7 @@ bool app_render_cache_read(const char *file, struct diff_objset *out)
 	if (access(file, R_OK) < 0 ||
 	    file_read(&data, file, file, RENDER_CACHE_MAX, &err) < 0)
 		goto out;
-	doc = json_loadb(data.ptr, data.len, 0, NULL);
+	doc = fastjson_load(data.ptr, data.len, NULL, NULL);
 	objs = json_object_get(doc, "objects");
 	if (json_integer_value(json_object_get(doc, "version")) !=
 		    RENDER_CACHE_VERSION ||

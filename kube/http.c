@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/json.h"
 
 #include "util/banned.h" /* last */
 
@@ -863,7 +864,7 @@ static int status_error(struct kube_response *resp, const char *method,
 	if (code == 0)
 		code = ERR_GENERIC;
 	st = resp->body.len
-		     ? json_loadb(resp->body.ptr, resp->body.len, 0, NULL)
+		     ? fastjson_load(resp->body.ptr, resp->body.len, NULL, NULL)
 		     : NULL;
 	if (st && json_is_object(st) &&
 	    json_is_string(json_object_get(st, "kind")) &&
@@ -1113,15 +1114,16 @@ int kube_request_accept(struct kube_client *c, const char *method,
 		goto out;
 	}
 	if (t.is_json && resp->body.len) {
-		json_error_t jerr;
+		const char *why;
+		size_t at;
 
-		resp->json =
-			json_loadb(resp->body.ptr, resp->body.len, 0, &jerr);
+		resp->json = fastjson_load(resp->body.ptr, resp->body.len,
+					   &why, &at);
 		if (!resp->json)
 			error = err_set(err, ERR_PARSE,
 					"%s %s: bad JSON in the response: %s "
-					"(at byte %d)",
-					method, path, jerr.text, jerr.position);
+					"(at byte %zu)",
+					method, path, why, at);
 	}
 out:
 	free_lists(&lists);
