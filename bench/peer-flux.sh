@@ -53,6 +53,7 @@ if [ ! -x "$FLUX/bin/source-controller" ] ||
 	bash bench/flux/build.sh "$FLUX" || die "building Flux failed"
 fi
 . tests/helpers/k8s.sh
+. tests/helpers/githttp.sh
 k8s_available || die "the real control plane is not built (make k8s)"
 
 out=bench/out/peer-flux
@@ -88,19 +89,7 @@ mkdir -p "$HOME" "$tmp/repos" "$tmp/http/www"
 git init -q --bare "$tmp/repos/apps.git"
 git -C "$tmp/repos/apps.git" symbolic-ref HEAD refs/heads/main
 git_port=$(k8s_pick_port)
-cat >"$tmp/http/lighttpd.conf" <<EOF
-server.modules = ("mod_cgi", "mod_setenv", "mod_alias")
-server.bind = "$ADDR"
-server.port = $git_port
-server.document-root = "$tmp/http/www"
-server.errorlog = "$tmp/http/error.log"
-alias.url = ("/git/" => "$(git --exec-path)/git-http-backend/")
-\$HTTP["url"] =~ "^/git/" {
-  cgi.assign = ("" => "")
-  setenv.add-environment = ("GIT_PROJECT_ROOT" => "$tmp/repos",
-                            "GIT_HTTP_EXPORT_ALL" => "1")
-}
-EOF
+githttp_conf "$tmp/http" "$ADDR" "$git_port" "$tmp/repos"
 setsid lighttpd -D -f "$tmp/http/lighttpd.conf" >"$tmp/http/out.log" 2>&1 &
 git_pid=$!
 for _ in $(seq 100); do

@@ -1219,6 +1219,16 @@ static int removal_visit(const struct diff_path *p, void *data)
  * entry's set itself when there is one (owned by c, *acc stays NULL), or
  * the union of several in *acc (caller frees); NULL when there is none.
  */
+/* One of our Apply entries for the main resource? */
+static bool own_apply_entry(const struct manager *m)
+{
+	const char *operation = entry_str(m, "operation");
+	const char *subresource = entry_str(m, "subresource");
+
+	return m->actor == DIFF_ACTOR_SELF && operation &&
+	       !strcmp(operation, "Apply") && (!subresource || !*subresource);
+}
+
 static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
 			   struct diff_fieldset **acc)
 {
@@ -1228,17 +1238,10 @@ static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
 	*acc = NULL;
 	load_managers(c);
 	for (size_t i = 0; i < c->nmgrs; i++) {
-		const struct manager *m = &c->mgrs[i];
 		const struct diff_fieldset *set;
 		struct diff_fieldset *u;
-		const char *operation, *subresource;
 
-		if (m->actor != DIFF_ACTOR_SELF)
-			continue;
-		operation = entry_str(m, "operation");
-		subresource = entry_str(m, "subresource");
-		if (!operation || strcmp(operation, "Apply") ||
-		    (subresource && *subresource))
+		if (!own_apply_entry(&c->mgrs[i]))
 			continue;
 		if (!(set = manager_set(c, i)))
 			continue;
@@ -1266,19 +1269,11 @@ static bool own_entry_is(struct cmp *c, const struct diff_fieldset *set)
 
 	load_managers(c);
 	for (size_t i = 0; i < c->nmgrs; i++) {
-		const struct manager *m = &c->mgrs[i];
-		const char *operation, *subresource;
-
-		if (m->actor != DIFF_ACTOR_SELF)
-			continue;
-		operation = entry_str(m, "operation");
-		subresource = entry_str(m, "subresource");
-		if (!operation || strcmp(operation, "Apply") ||
-		    (subresource && *subresource))
+		if (!own_apply_entry(&c->mgrs[i]))
 			continue;
 		if (own)
 			return false; /* several: their union is needed */
-		own = m;
+		own = &c->mgrs[i];
 	}
 	return own && diff_fieldset_same_as_json(
 			      set, json_object_get(own->entry, "fieldsV1"));

@@ -56,6 +56,7 @@ esac
 unset K8S_ENV
 . "$(dirname "${BASH_SOURCE[0]}")/../real/lib.sh"
 . "$top/tests/helpers/netns.sh"
+. "$top/tests/helpers/githttp.sh"
 
 NS=soak
 APPS=20
@@ -136,20 +137,7 @@ git -C "$tmp/repos/soak.git" symbolic-ref HEAD refs/heads/main
 work=$tmp/work
 git init -q -b main "$work"
 git_port=$(k8s_pick_port)
-cat >"$tmp/http/lighttpd.conf" <<EOF
-server.modules = ("mod_cgi", "mod_setenv", "mod_alias")
-server.bind = "$ADDR"
-server.port = $git_port
-server.document-root = "$tmp/http/www"
-server.errorlog = "$tmp/http/error.log"
-debug.log-request-header = "enable"
-alias.url = ("/git/" => "$(git --exec-path)/git-http-backend/")
-\$HTTP["url"] =~ "^/git/" {
-  cgi.assign = ("" => "")
-  setenv.add-environment = ("GIT_PROJECT_ROOT" => "$tmp/repos",
-                            "GIT_HTTP_EXPORT_ALL" => "1")
-}
-EOF
+githttp_conf "$tmp/http" "$ADDR" "$git_port" "$tmp/repos"
 git_start() {
 	local i
 	setsid lighttpd -D -f "$tmp/http/lighttpd.conf" >>"$tmp/http/out.log" 2>&1 &
