@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "kube/kube.h"
+#include "util/json.h"
 
 #include "util/banned.h" /* last */
 
@@ -554,7 +555,6 @@ static int watch_line(const char *data, size_t len, void *ctx)
 {
 	struct watch_state *st = ctx;
 	struct kube_watch_event ev;
-	json_error_t jerr;
 	json_t *line, *obj;
 	const char *type;
 	int ret = 0;
@@ -565,7 +565,7 @@ static int watch_line(const char *data, size_t len, void *ctx)
 	}
 	if (!len)
 		return 0;
-	line = json_loadb(data, len, 0, &jerr);
+	line = fastjson_load(data, len, NULL, NULL);
 	type = json_string_value(json_object_get(line, "type"));
 	obj = json_object_get(line, "object");
 	if (!type || !json_is_object(obj)) {

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "kube/kube.h"
+#include "util/json.h"
 
 #include "util/banned.h" /* last */
 
@@ -133,8 +134,8 @@ static const char *rv_of(const json_t *obj)
 /* An object parsed back from its stored text (new reference or NULL). */
 static json_t *parse(const json_t *text)
 {
-	return json_loadb(json_string_value(text), json_string_length(text), 0,
-			  NULL);
+	return fastjson_load(json_string_value(text), json_string_length(text),
+			     NULL, NULL);
 }
 
 /*
