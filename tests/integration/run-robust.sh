@@ -136,11 +136,13 @@ writes_detail() {
 # --- the controller ------------------------------------------------------
 listen_port=$(gitsrv_free_port)
 # config FILE CACHE: the global part of a configuration; the apps follow
-# on stdin (already indented as list items).
+# on stdin (already indented as list items). Resyncs list the server
+# (relist as short as the resync), so that they meet the LIST faults.
 config() {
 	{
 		cat <<-EOF
 			resync: 2s
+			relist: 2s
 			workers: 2
 			kubeconfig: $tmp/kc
 			cacheDir: $2
