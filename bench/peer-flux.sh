@@ -151,7 +151,8 @@ git -C "$work" commit -q -m "the apps"
 git -C "$work" push -q "$tmp/repos/apps.git" main
 
 # --- measuring ---------------------------------------------------------------
-who=      # the audit log's user of the controller measured
+who=      # the controller measured, for messages
+users=    # its audit log users: the prefix of their names
 procs=()  # its processes
 cpu_ticks() { # the processes' utime + stime, in clock ticks
 	local p t=0 f
@@ -175,16 +176,19 @@ alive() {
 		kill -0 "$p" 2>/dev/null || die "$who exited: see $out/$side-*.log"
 	done
 }
-requests() { # requests of $who in the audit log since the mark
-	k8s_audit_barrier
+# The controller's requests: users whose name starts with $users (Flux
+# is two service accounts).
+mine() { # since the mark, one verb per line
 	tail -n "+$k8s_audit_from" "$K8S_AUDIT" |
-		jq -c --arg u "$who" 'select(.user.username == $u) | .verb' |
-		wc -l
+		jq -r --arg u "$users" 'select(.user.username | startswith($u)) | .verb'
 }
-verbs() { # requests per verb since the mark, "get=N list=N ..."
-	tail -n "+$k8s_audit_from" "$K8S_AUDIT" |
-		jq -r --arg u "$who" 'select(.user.username == $u) | .verb' |
-		sort | uniq -c | awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $2, $1 }'
+requests() {
+	k8s_audit_barrier
+	mine | wc -l
+}
+verbs() { # requests per verb, "get=N list=N ..."
+	mine | sort | uniq -c |
+		awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $2, $1 }'
 }
 ms_since() { echo $(($(date +%s%3N) - $1)); }
 total=$((APPS * PER))
@@ -322,7 +326,8 @@ start_s() {
 	pids+=($!)
 }
 account syncd-system syncd "$tmp/syncd.kubeconfig"
-who=system:serviceaccount:syncd-system:syncd
+who=syncd
+users=system:serviceaccount:syncd-system:syncd
 phase s
 
 # --- Flux ----------------------------------------------------------------------
@@ -378,19 +383,8 @@ EOF
 	} >"$tmp/flux.yaml"
 	kc apply --server-side -f "$tmp/flux.yaml" >/dev/null
 }
-# Flux's audit user is either controller's; requests() counts both.
-who=system:serviceaccount:flux-system:kustomize-controller
-requests() {
-	k8s_audit_barrier
-	tail -n "+$k8s_audit_from" "$K8S_AUDIT" |
-		jq -c 'select(.user.username | startswith("system:serviceaccount:flux-system:"))' |
-		wc -l
-}
-verbs() {
-	tail -n "+$k8s_audit_from" "$K8S_AUDIT" |
-		jq -r 'select(.user.username | startswith("system:serviceaccount:flux-system:")) | .verb' |
-		sort | uniq -c | awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $2, $1 }'
-}
+who=Flux
+users=system:serviceaccount:flux-system:
 phase f
 
 # --- the report ----------------------------------------------------------------

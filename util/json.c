@@ -302,8 +302,6 @@ static json_t *read_object(struct reader *r)
 		r->p++;
 		if (!read_string(r))
 			goto bad;
-		if (r->str.len && memchr(r->str.ptr, '\0', r->str.len))
-			goto bad;
 		/* The value's strings reuse r->str: the key is copied. */
 		klen = r->str.len;
 		key = klen < sizeof(short_key) ? short_key : malloc(klen + 1);
