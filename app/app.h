@@ -73,6 +73,20 @@ struct app {
 	size_t ntypes;
 	unsigned requests; /* LIST and GET requests sent */
 	/*
+	 * app_compare() reads page by page and settles each live object in
+	 * sync with its desired one as it comes (diff_object_settle()), so a
+	 * pass holds one page of live objects plus the compact rest. The
+	 * health of a settled object is taken then, by index in live (its
+	 * json is a stub); health_rules are the rules it is taken with
+	 * (borrowed; NULL: the built-in ones), which app_health_of() and
+	 * app_sync() use too. keep_live: settle nothing, every live object
+	 * kept whole (diff --server-side compares them again).
+	 */
+	const struct health_rules *health_rules;
+	bool keep_live;
+	struct health *settled_health;
+	size_t settled_alloc;
+	/*
 	 * Where the labelled objects of one (resource, namespace) come from
 	 * instead of a LIST (the controller's watch cache): 0 with *items a
 	 * new array of this app's objects (read-only, they may be shared),
@@ -424,11 +438,10 @@ struct app_health {
 
 /*
  * Fill *out (overwritten; release with app_health_release(), also after a
- * failure). `rules` (the configured per-kind rules) may be NULL. Fails
- * only when memory runs out.
+ * failure), by app->health_rules. Fails only when memory runs out.
  */
 int app_health_of(const struct app *app, const struct diff_report *report,
-		  const struct health_rules *rules, struct app_health *out,
+		  struct app_health *out,
 		  struct err *err);
 
 void app_health_release(struct app_health *h);

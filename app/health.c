@@ -58,7 +58,7 @@ static int app_message(struct app_health *h)
 }
 
 int app_health_of(const struct app *app, const struct diff_report *report,
-		  const struct health_rules *rules, struct app_health *out,
+		  struct app_health *out,
 		  struct err *err)
 {
 	struct buf name = BUF_INIT;
@@ -72,18 +72,16 @@ int app_health_of(const struct app *app, const struct diff_report *report,
 	for (size_t i = 0; i < report->len; i++) {
 		const struct diff_object_report *r = &report->objects[i];
 		struct app_health_object *o = &out->objects[out->n];
-		const struct diff_object *live;
 
 		/* Orphans are no longer the app's; the parent is no workload. */
 		if (r->state == DIFF_ORPHAN || app_is_parent(app, &r->key))
 			continue;
-		live = diff_objset_get(&app->live, &r->key);
 		buf_reset(&name);
 		if (diff_key_format(&r->key, &name) < 0 ||
 		    !(o->name = strdup(buf_cstr(&name))))
 			goto nomem;
 		o->index = i;
-		health_of(&o->health, live ? live->json : NULL, rules);
+		app_live_health(app, &r->key, app->health_rules, &o->health);
 		out->n++;
 		if (!o->health.reason)
 			goto nomem;

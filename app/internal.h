@@ -63,8 +63,19 @@ bool app_type_namespaced(const struct app_type *t,
 /* Resolve a type through discovery; ERR_NOTFOUND leaves res NULL. */
 int app_resolve_type(struct app *app, struct app_type *t, struct err *err);
 
+/* Empty app->live, with the health of its settled objects. */
+void app_forget_live(struct app *app);
+
 /* Add a live object to app->live (a new reference; a repeat is dropped). */
 int app_add_live(struct app *app, json_t *obj, struct err *err);
+
+/*
+ * The health of the live object of `key` as read into app->live, by
+ * `rules`: Missing when none was read; for a settled object, what it was
+ * when read (by app->health_rules).
+ */
+void app_live_health(const struct app *app, const struct diff_key *key,
+		     const struct health_rules *rules, struct health *out);
 
 /* The parent as it should be: members are desired objects and `live`. */
 int app_build_parent(const struct app *app, const struct diff_objset *desired,

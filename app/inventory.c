@@ -170,7 +170,7 @@ void app_release(struct app *app)
 		free(app->types[i].version);
 	}
 	free(app->types);
-	diff_objset_release(&app->live);
+	app_forget_live(app);
 	free(app->name);
 	free(app->namespace);
 	free(app->field_manager);

@@ -49,7 +49,158 @@ static bool label_copied(const json_t *obj)
 	return copied;
 }
 
-int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
+/* What live objects are settled with as they are read (app_compare()). */
+struct settle {
+	const struct diff_objset *desired;
+	struct diff_schemas *reg;
+	const struct diff_options *opts;
+};
+
+void app_live_health(const struct app *app, const struct diff_key *key,
+		     const struct health_rules *rules, struct health *out)
+{
+	const struct diff_object *o;
+	size_t i;
+
+	if (!diff_objset_index(&app->live, key, &i)) {
+		health_of(out, NULL, rules);
+		return;
+	}
+	o = app->live.items[i];
+	if (!o->settled) {
+		health_of(out, o->json, rules);
+		return;
+	}
+	out->state = app->settled_health[i].state;
+	out->reason = strdup(app->settled_health[i].reason);
+}
+
+static void forget_live(struct app *app, size_t len)
+{
+	for (size_t i = len; i < app->live.len; i++)
+		if (app->live.items[i]->settled)
+			health_release(&app->settled_health[i]);
+	diff_objset_truncate(&app->live, len);
+}
+
+void app_forget_live(struct app *app)
+{
+	forget_live(app, 0);
+	diff_objset_release(&app->live);
+	free(app->settled_health);
+	app->settled_health = NULL;
+	app->settled_alloc = 0;
+}
+
+/*
+ * Add a live object just read: settled first (`st`), when it is one of
+ * the desired objects and in sync with it, with its health taken now.
+ */
+static int ingest(struct app *app, json_t *item, const struct settle *st,
+		  struct err *err)
+{
+	struct health h = HEALTH_INIT;
+	struct diff_object *o = NULL;
+	const struct diff_object *d;
+	size_t at = app->live.len;
+	int error;
+
+	if ((error = diff_object_new(&o, item, NULL, err)) < 0)
+		return error;
+	if (diff_objset_get(&app->live, &o->key)) {
+		diff_object_free(o); /* listed twice (two namespaces' views) */
+		return 0;
+	}
+	/* CRDs stay whole: their schemas are read from them. */
+	if (st && !app->keep_live && !app_is_crd(&o->key) &&
+	    (d = diff_objset_get(st->desired, &o->key))) {
+		health_of(&h, item, app->health_rules);
+		if (!h.reason ||
+		    (error = diff_object_settle(o, d, st->reg, st->opts,
+						err)) < 0)
+			goto nomem;
+		if (error == 0)
+			health_release(&h);
+	}
+	if (o->settled && at >= app->settled_alloc) {
+		size_t n = app->settled_alloc ? app->settled_alloc * 2 : 64;
+		struct health *grown;
+
+		while (n <= at)
+			n *= 2;
+		grown = realloc(app->settled_health, n * sizeof(*grown));
+		if (!grown)
+			goto nomem;
+		app->settled_health = grown;
+		app->settled_alloc = n;
+	}
+	if (diff_objset_add(&app->live, o, err) < 0)
+		goto nomem;
+	if (o->settled)
+		app->settled_health[at] = h;
+	return 0;
+nomem:
+	health_release(&h);
+	diff_object_free(o);
+	return err_set(err, ERR_NOMEM, "out of memory");
+}
+
+/* One LIST of a (type, namespace), read page by page. */
+struct listing {
+	struct app *app;
+	const struct settle *st;
+	size_t mark; /* app->live's length when the list began */
+	struct err *err;
+};
+
+static int ingest_page(json_t *items, bool again, void *ctx)
+{
+	struct listing *l = ctx;
+	json_t *item;
+	size_t i;
+	int error;
+
+	if (again) /* started over: what its earlier pages gave goes */
+		forget_live(l->app, l->mark);
+	json_array_foreach(items, i, item)
+	{
+		if (label_copied(item))
+			continue; /* a desired one: GET below */
+		if ((error = ingest(l->app, item, l->st, l->err)) < 0)
+			return error;
+	}
+	return 0;
+}
+
+/* The labelled objects of one type in one namespace (NULL: cluster). */
+static int list_type(struct app *app, const struct app_type *t, const char *ns,
+		     const struct kube_list_options *lo,
+		     const struct settle *st, struct err *err)
+{
+	struct listing l = {app, st, app->live.len, err};
+	json_t *items = NULL;
+	int error;
+
+	error = app->list_hook
+			? app->list_hook(app, t->res, ns, &items, app->list_ctx)
+			: ERR_NOTFOUND;
+	if (error == ERR_NOTFOUND) {
+		app->requests++;
+		return kube_list_each(app->client, t->res, ns, lo, ingest_page,
+				      &l, err);
+	}
+	if (error == 0)
+		error = ingest_page(items, false, &l);
+	json_decref(items);
+	return error;
+}
+
+/*
+ * app_read_live(), settling each object as it comes when `st` is given:
+ * the CRDs are listed first, then the schemas registered, then the rest.
+ */
+static int read_live(struct app *app, struct diff_objset *desired,
+		     const struct settle *st, struct err *err)
 {
 	struct strvec gks = STRVEC_INIT, nss = STRVEC_INIT;
 	struct kube_list_options lo = {0};
@@ -60,7 +211,7 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 	int error = 0, first = 0;
 
 	/* What an earlier read found goes: this one reads everything anew. */
-	diff_objset_release(&app->live);
+	app_forget_live(app);
 	if ((error = app_read_parent(app, &gks, &nss, err)) < 0)
 		goto out;
 	/* The types: desired ones first (their version), then the parent's. */
@@ -113,37 +264,27 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 
 	buf_addf(&sel, "%s=%s", APP_LABEL_PART_OF, app->id);
 	lo.label_selector = buf_cstr(&sel);
-	for (size_t i = 0; i < app->ntypes; i++) {
-		const struct app_type *t = &app->types[i];
-		size_t n = t->res && t->res->namespaced ? nss.len : 1;
+	/* Round 0 lists the CRDs, round 1 the rest. */
+	for (int round = 0; round < 2; round++) {
+		if (round == 1 && st &&
+		    (error = app_add_schemas(app, st->reg, desired, err)) < 0)
+			goto out;
+		for (size_t i = 0; i < app->ntypes; i++) {
+			const struct app_type *t = &app->types[i];
+			size_t n = t->res && t->res->namespaced ? nss.len : 1;
+			bool crds = !strcmp(t->group, "apiextensions.k8s.io") &&
+				    !strcmp(t->kind, "CustomResourceDefinition");
 
-		for (size_t j = 0; t->res && j < n; j++) {
-			json_t *items = NULL, *item;
-			size_t k;
+			if (crds != (round == 0))
+				continue;
+			for (size_t j = 0; t->res && j < n; j++) {
+				const char *ns =
+					t->res->namespaced ? nss.v[j] : NULL;
 
-			const char *ns = t->res->namespaced ? nss.v[j] : NULL;
-
-			error = app->list_hook
-					? app->list_hook(app, t->res, ns,
-							 &items, app->list_ctx)
-					: ERR_NOTFOUND;
-			if (error == ERR_NOTFOUND) {
-				app->requests++;
-				error = kube_list(app->client, t->res, ns, &lo,
-						  &items, NULL, err);
+				if ((error = list_type(app, t, ns, &lo, st,
+						       err)) < 0)
+					goto out;
 			}
-			if (error < 0)
-				goto out;
-			json_array_foreach(items, k, item)
-			{
-				if (label_copied(item))
-					continue; /* a desired one: GET below */
-				if ((error = app_add_live(app, item, err)) < 0)
-					break;
-			}
-			json_decref(items);
-			if (error < 0)
-				goto out;
 		}
 	}
 
@@ -171,7 +312,7 @@ int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
 			error = r;
 			goto out;
 		}
-		error = app_add_live(app, obj, err);
+		error = ingest(app, obj, st, err);
 		json_decref(obj);
 		if (error < 0)
 			goto out;
@@ -201,6 +342,11 @@ out:
 	buf_release(&sel);
 	buf_release(&name);
 	return error;
+}
+
+int app_read_live(struct app *app, struct diff_objset *desired, struct err *err)
+{
+	return read_live(app, desired, NULL, err);
 }
 
 static bool builtin_group(const char *g)
@@ -411,15 +557,15 @@ int app_compare(struct app *app, struct diff_objset *desired,
 	     (error = add_namespace(app, desired, err)) < 0) ||
 	    (error = app_label(app, desired, err)) < 0)
 		return error;
-	error = app_read_live(app, desired, err);
+	if (!(*reg = diff_schemas_new()))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	error = read_live(app, desired,
+			  &(struct settle){desired, *reg, dopts}, err);
 	if (error == ERR_NOTFOUND)
 		missing = error;
 	else if (error < 0)
 		return error;
-	if (!(*reg = diff_schemas_new()))
-		return err_set(err, ERR_NOMEM, "out of memory");
-	if ((error = app_add_schemas(app, *reg, desired, err)) < 0 ||
-	    (error = diff_compare(report, desired, &app->live, *reg, dopts,
+	if ((error = diff_compare(report, desired, &app->live, *reg, dopts,
 				  revision, err)) < 0)
 		return error;
 	app_report_options(*report, desired);

@@ -194,9 +194,7 @@ static int replace_one(struct sync *s, const struct diff_object_report *r,
 
 	err_reset(e);
 	dopt.propagation = "Foreground";
-	dopt.uid = live ? json_string_value(json_object_get(
-				  json_object_get(live->json, "metadata"), "uid"))
-			: NULL;
+	dopt.uid = live ? diff_object_uid(live) : NULL;
 	rc = kube_delete(s->app->client, kr, r->key.ns, r->key.name, &dopt, e);
 	if (rc < 0 && rc != ERR_NOTFOUND)
 		return rc;
@@ -714,7 +712,6 @@ static long unhealthy_in_wave(struct sync *s, long w, bool fresh,
 {
 	for (size_t i = 0; i < s->report->len; i++) {
 		const struct diff_object_report *r = &s->report->objects[i];
-		const struct diff_object *live;
 		const struct kube_resource *kr;
 		json_t *got = NULL;
 
@@ -726,11 +723,11 @@ static long unhealthy_in_wave(struct sync *s, long w, bool fresh,
 			json_decref(s->stored[i]);
 			s->stored[i] = got;
 		}
-		live = diff_objset_get(&s->app->live, &r->key);
-		health_of(h, s->stored[i]	? s->stored[i]
-			     : live		? live->json
-						: NULL,
-			  s->opts->health_rules);
+		if (s->stored[i])
+			health_of(h, s->stored[i], s->opts->health_rules);
+		else
+			app_live_health(s->app, &r->key, s->opts->health_rules,
+					h);
 		if (h->state != HEALTH_HEALTHY)
 			return (long)i;
 		health_release(h);

@@ -1002,6 +1002,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		dopts.hold = fights_hold;
 		dopts.hold_ctx = a->fights;
 	}
+	app.health_rules = c->cfg->health;
 	error = app_compare(&app, &desired, &dopts, &reg, &report, a->commit,
 			    &err);
 	if (error == ERR_NOTFOUND && report)
@@ -1028,8 +1029,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	    (error = verify(c, a, &app, report, &desired, reg, &dopts,
 			    &err)) < 0)
 		goto fail;
-	if ((error = app_health_of(&app, report, c->cfg->health, &health,
-				   &err)) < 0)
+	if ((error = app_health_of(&app, report, &health, &err)) < 0)
 		goto fail;
 	have_health = true;
 	a->cur_report = report;

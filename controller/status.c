@@ -863,11 +863,9 @@ static json_t *regarding(struct ctl_app *a, const struct diff_key *key)
 	if (*key->ns)
 		json_object_set_new(json_object_get(o, "metadata"),
 				    "namespace", json_string(key->ns));
-	if (live)
-		json_object_set(json_object_get(o, "metadata"), "uid",
-				json_object_get(json_object_get(live->json,
-								"metadata"),
-						"uid"));
+	if (live && diff_object_uid(live))
+		json_object_set_new(json_object_get(o, "metadata"), "uid",
+				    json_string(diff_object_uid(live)));
 	return o;
 }
 

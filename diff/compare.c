@@ -1748,6 +1748,59 @@ out:
 	return error;
 }
 
+int diff_object_settle(struct diff_object *live,
+		       const struct diff_object *desired,
+		       const struct diff_schemas *reg,
+		       const struct diff_options *opts, struct err *err)
+{
+	struct diff_object_report rep;
+	struct err why = ERR_INIT;
+	const char *uid;
+	bool settles;
+	int error;
+
+	error = diff_compare_sensitive(&rep, desired->json, live->json, reg,
+				       opts, desired->sensitive, &why);
+	if (error == ERR_NOMEM) {
+		err_move(err, &why);
+		return error;
+	}
+	err_release(&why);
+	if (error < 0)
+		return 0; /* diff_compare() says why, in its place */
+	settles = rep.state == DIFF_IN_SYNC && !rep.nfields &&
+		  !rep.nwarnings && !rep.apply && !rep.live_view &&
+		  !rep.desired_view;
+	live->settled_ignored = rep.nignored;
+	diff_object_report_release(&rep);
+	if (!settles)
+		return 0;
+	uid = json_string_value(
+		json_object_get(json_object_get(live->json, "metadata"), "uid"));
+	if (uid && !(live->uid = strdup(uid)))
+		return err_set(err, ERR_NOMEM, "out of memory");
+	json_decref(live->json);
+	live->json = NULL;
+	live->settled = true;
+	return 1;
+}
+
+int diff_settled_report(struct diff_object_report *out,
+			const struct diff_object *desired,
+			const struct diff_object *live, struct err *err)
+{
+	int error;
+
+	memset(out, 0, sizeof(*out));
+	if ((error = fill_identity(out, desired->json, err)) < 0) {
+		diff_object_report_release(out);
+		return error;
+	}
+	out->state = DIFF_IN_SYNC;
+	out->nignored = live->settled_ignored;
+	return 0;
+}
+
 int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 		       const struct diff_options *opts, struct err *err)
 {

@@ -95,7 +95,19 @@ struct diff_object {
 	 * does a Secret's data. Whoever copies the object copies the flag.
 	 */
 	bool sensitive;
+	/*
+	 * A live object settled when it was read (diff_object_settle()): in
+	 * sync with its desired object, that comparison already made, and
+	 * nothing kept of it but its identity, its uid (owned) and the
+	 * number of differences ignore rules dropped: `json` is NULL.
+	 */
+	bool settled;
+	char *uid;
+	size_t settled_ignored;
 };
+
+/* metadata.uid of a live object, settled or whole (NULL: none). */
+const char *diff_object_uid(const struct diff_object *obj);
 
 /*
  * Make a diff_object from `json` (takes a new reference; the caller keeps
@@ -135,6 +147,13 @@ int diff_objset_add(struct diff_objset *set, struct diff_object *obj,
 /* The object with that identity, or NULL. Owned by the set. */
 struct diff_object *diff_objset_get(const struct diff_objset *set,
 				    const struct diff_key *key);
+
+/* Where the object with that identity is in set->items: true, *index. */
+bool diff_objset_index(const struct diff_objset *set,
+		       const struct diff_key *key, size_t *index);
+
+/* Free the items from `len` on (those added last); the rest stay. */
+void diff_objset_truncate(struct diff_objset *set, size_t len);
 
 /* Sort the items by identity (diff_key_cmp); lookups keep working. */
 void diff_objset_sort(struct diff_objset *set);
@@ -712,6 +731,20 @@ int diff_compare_object(struct diff_object_report *out, const json_t *desired,
 			const struct diff_options *opts, struct err *err);
 
 void diff_object_report_release(struct diff_object_report *rep);
+
+/*
+ * Settle live object `live` as it is read, page by page, so that it need
+ * not be kept whole until the app's comparison: compare it with `desired`
+ * now and, when they are in sync with nothing to send, to show or to warn
+ * of, keep only that verdict (live->settled; live->json goes) for
+ * diff_compare() to report without comparing again. 1 when settled;
+ * 0 when the object stays whole (diff_compare() compares it, and says
+ * why it could not be, if so); ERR_NOMEM.
+ */
+int diff_object_settle(struct diff_object *live,
+		       const struct diff_object *desired,
+		       const struct diff_schemas *reg,
+		       const struct diff_options *opts, struct err *err);
 
 /* Free what one field of a report holds; *f is zeroed. */
 void diff_field_release(struct diff_field *f);

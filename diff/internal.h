@@ -14,6 +14,14 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 		       const struct diff_options *opts, struct err *err);
 
 /*
+ * The report of a desired object whose live counterpart was settled
+ * (diff_object_settle()): in sync, compared already.
+ */
+int diff_settled_report(struct diff_object_report *out,
+			const struct diff_object *desired,
+			const struct diff_object *live, struct err *err);
+
+/*
  * diff_compare_object() of one desired object, `sensitive` when it was
  * decrypted from the source (diff_object.sensitive): then every value of
  * the report (fields and views) but apiVersion, kind, metadata.name and

@@ -200,7 +200,16 @@ void diff_object_free(struct diff_object *obj)
 	json_decref(obj->json);
 	diff_key_release(&obj->key);
 	free(obj->origin);
+	free(obj->uid);
 	free(obj);
+}
+
+const char *diff_object_uid(const struct diff_object *obj)
+{
+	if (obj->settled)
+		return obj->uid;
+	return json_string_value(
+		json_object_get(json_object_get(obj->json, "metadata"), "uid"));
 }
 
 /* FNV-1a over the key bytes. */
@@ -304,6 +313,40 @@ struct diff_object *diff_objset_get(const struct diff_objset *set,
 					       : set->items[set->slots_[slot]];
 }
 
+/* The index again after the items moved (same size: cannot fail). */
+static void refill_slots(struct diff_objset *set)
+{
+	for (size_t i = 0; i < set->nslots_; i++)
+		set->slots_[i] = SLOT_EMPTY;
+	for (size_t i = 0; i < set->len; i++)
+		if (!key_is_generated(&set->items[i]->key))
+			set->slots_[set_find(set, &set->items[i]->key)] = i;
+}
+
+bool diff_objset_index(const struct diff_objset *set,
+		       const struct diff_key *key, size_t *index)
+{
+	size_t slot;
+
+	if (!set->nslots_)
+		return false;
+	slot = set_find(set, key);
+	if (set->slots_[slot] == SLOT_EMPTY)
+		return false;
+	*index = set->slots_[slot];
+	return true;
+}
+
+void diff_objset_truncate(struct diff_objset *set, size_t len)
+{
+	if (len >= set->len)
+		return;
+	for (size_t i = len; i < set->len; i++)
+		diff_object_free(set->items[i]);
+	set->len = len;
+	refill_slots(set);
+}
+
 static int cmp_objects(const void *a, const void *b)
 {
 	const struct diff_object *x = *(struct diff_object *const *)a;
@@ -317,12 +360,7 @@ void diff_objset_sort(struct diff_objset *set)
 	if (set->len < 2)
 		return;
 	qsort(set->items, set->len, sizeof(*set->items), cmp_objects);
-	/* Same size: cannot fail for lack of memory once allocated. */
-	for (size_t i = 0; i < set->nslots_; i++)
-		set->slots_[i] = SLOT_EMPTY;
-	for (size_t i = 0; i < set->len; i++)
-		if (!key_is_generated(&set->items[i]->key))
-			set->slots_[set_find(set, &set->items[i]->key)] = i;
+	refill_slots(set);
 }
 
 void diff_objset_release(struct diff_objset *set)

@@ -132,8 +132,11 @@ int diff_compare(struct diff_report **out, const struct diff_objset *desired,
 
 		if (l)
 			nmatched++;
-		e = diff_compare_sensitive(rep, d->json, l ? l->json : NULL,
-					   reg, opts, d->sensitive, &why);
+		e = l && l->settled
+			    ? diff_settled_report(rep, d, l, &why)
+			    : diff_compare_sensitive(rep, d->json,
+						     l ? l->json : NULL, reg,
+						     opts, d->sensitive, &why);
 		if (e < 0) {
 			err_set(err, e, "%s%s%s", d->origin ? d->origin : "",
 				d->origin ? ": " : "", err_first(&why));

@@ -324,6 +324,47 @@ out:
 	return error;
 }
 
+/* kube_list_each()'s page function: `again` on a list's first page. */
+struct each {
+	int (*fn)(json_t *items, bool again, void *ctx);
+	void *ctx;
+	bool again;
+};
+
+static int each_page(json_t *page, void *ctx)
+{
+	struct each *e = ctx;
+	bool again = e->again;
+
+	e->again = false;
+	return e->fn(page, again, e->ctx);
+}
+
+int kube_list_each(struct kube_client *c, const struct kube_resource *r,
+		   const char *ns, const struct kube_list_options *opts,
+		   int (*fn)(json_t *items, bool again, void *ctx), void *ctx,
+		   struct err *err)
+{
+	struct err local = ERR_INIT;
+	struct each e = {fn, ctx, false};
+	bool expired = false;
+	int error = 0;
+
+	/* As kube_list(): an expired continue token starts over once. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		err_reset(&local);
+		e.again = attempt > 0;
+		error = list_pages(c, r, ns, opts, NULL, NULL, &expired,
+				   each_page, &e, &local);
+		if (error >= 0 || !expired)
+			break;
+	}
+	if (error < 0 && err_count(&local))
+		fail(err, &local, error, "list", r, ns, NULL);
+	err_release(&local);
+	return error;
+}
+
 /* metadata.namespace and metadata.name of an object (may be NULL). */
 static void object_names(const json_t *obj, const char **ns, const char **name)
 {

@@ -320,6 +320,19 @@ int kube_list(struct kube_client *c, const struct kube_resource *r,
 	      const char *ns, const struct kube_list_options *opts,
 	      json_t **items, char **rv, struct err *err);
 
+/*
+ * The same LIST without collecting it: each page's items (kind and
+ * apiVersion filled in) go to `fn`, borrowed for the call, so at most one
+ * page is held. `again` is true on the first page of a list started over
+ * (its continue token expired): what earlier pages gave is to be
+ * forgotten. A non-zero return from fn stops the list and is returned
+ * (its message, if any, is the caller's to set).
+ */
+int kube_list_each(struct kube_client *c, const struct kube_resource *r,
+		   const char *ns, const struct kube_list_options *opts,
+		   int (*fn)(json_t *items, bool again, void *ctx), void *ctx,
+		   struct err *err);
+
 struct kube_apply_options {
 	const char *field_manager; /* required */
 	bool force;

@@ -362,6 +362,7 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		     err) < 0)
 		goto out;
 	app_use_spec(&app, a->spec);
+	app.keep_live = a->server_side; /* compared again after dry runs */
 	error = app_compare(&app, desired, opts, &reg, &report, revision, err);
 	partial = error == ERR_NOTFOUND && report;
 	if (error < 0 && !partial)
@@ -385,7 +386,7 @@ static int diff_cluster(struct diff_objset *desired, const char *revision,
 		/* Unconfirmed drift is still drift: reported as found. */
 		partial = true;
 	}
-	if (app_health_of(&app, report, NULL, &health, err) < 0)
+	if (app_health_of(&app, report, &health, err) < 0)
 		goto out;
 	rc = print_report(report, &health, json, color, err);
 	if (partial)

@@ -183,7 +183,7 @@ static int wait_healthy(struct app *app, struct diff_objset *desired,
 		struct app_health h;
 
 		if (app_read_live(app, desired, err) < 0 ||
-		    app_health_of(app, report, NULL, &h, err) < 0)
+		    app_health_of(app, report, &h, err) < 0)
 			break;
 		elapsed = clk_mono_ms() - start;
 		if (h.state == HEALTH_HEALTHY || h.state == HEALTH_DEGRADED) {

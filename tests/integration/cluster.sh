@@ -333,4 +333,34 @@ expect_eq "$(store_rv) $(count delete '*')" "$store_before 0" \
 api GET /api/v1/namespaces/monitoring/configmaps/dry-new
 expect_eq "$code" 404 "--dry-run created nothing"
 
+# --- a large app is read page by page, each page settled as it comes --
+# 1,200 ConfigMaps are three pages of 500. The continue token of the
+# first page expires once: the list starts over and the report is still
+# whole, with no object twice and none lost.
+big=$tmp/big
+mkdir -p "$big"
+for i in $(seq -w 1 1200); do
+	printf -- '---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big-%s\n  namespace: default\ndata:\n  k: v%s\n' \
+		"$i" "$i"
+done >"$big/cms.yaml"
+B=(--kubeconfig "$tmp/kc" --app big --qps 5000 --burst 5000)
+run_syncd sync "${B[@]}" "$big"
+expect_rc 0 "1,200 ConfigMaps synced"
+api PATCH "/api/v1/namespaces/default/configmaps/big-0600?fieldManager=kubectl-edit" \
+	application/merge-patch+json '{"data":{"k":"edited"}}'
+api DELETE /api/v1/namespaces/default/configmaps/big-1200
+api POST /emu/faults text/plain 'verb=list,resource=configmaps,expire,count=1'
+reset_stats
+run_syncd diff -o json "${B[@]}" "$big"
+expect_rc 1 "paged diff with an expired continue token: drift, exit 1"
+expect_eq "$(jq -c '[.summary.objects, .summary.inSync, .summary.drifted, .summary.missing, .summary.orphan]' "$tmp/.out")" \
+	"[1201,1199,1,1,0]" "every object reported once: 1,199 in sync (the inventory too), 1 drifted, 1 missing"
+expect_eq "$(jq -r '.objects[] | select(.state != "InSync") | "\(.name) \(.state)"' "$tmp/.out" | sort | tr '\n' ' ')" \
+	"big-0600 Drifted big-1200 Missing " "the edited and the deleted objects, no other"
+expect_eq "$(jq '[.objects[].name] | unique | length' "$tmp/.out")" 1201 \
+	"no object twice"
+expect_eq "$(count list configmaps 410) $(count list configmaps 200)" "1 4" \
+	"one expired token: page 1, then the list's 3 pages again"
+api DELETE /emu/faults
+
 stop_emu

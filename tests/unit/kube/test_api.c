@@ -430,6 +430,75 @@ Test(kube_list, expired_continue_restarts_once)
 	cr_assert(strstr(err_first(&err), "410"), "%s", err_first(&err));
 }
 
+/* What kube_list_each() handed over: pages, items, restarts. */
+struct pages_seen {
+	size_t pages, items, again, most;
+	int stop_after; /* pages; 0: never */
+};
+
+static int seen_page(json_t *items, bool again, void *ctx)
+{
+	struct pages_seen *s = ctx;
+
+	if (again) {
+		s->again++;
+		s->items = 0; /* what earlier pages gave is forgotten */
+	}
+	s->pages++;
+	s->items += json_array_size(items);
+	if (json_array_size(items) > s->most)
+		s->most = json_array_size(items);
+	cr_assert_str_eq(str_at(json_array_get(items, 0), "kind", NULL),
+			 "ConfigMap");
+	return s->stop_after && (int)s->pages == s->stop_after ? 7 : 0;
+}
+
+Test(kube_list, each_page_in_turn)
+{
+	const struct kube_resource *cm;
+	struct kube_list_options lo = {.page_size = 100};
+	struct pages_seen s = {0};
+
+	create_many(250);
+	cm = find("", "ConfigMap");
+	cr_assert_eq(kube_list_each(client, cm, "default", &lo, seen_page, &s,
+				    &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_eq(s.pages, 3);
+	cr_assert_eq(s.items, 250);
+	cr_assert_eq(s.most, 100); /* never more than a page at once */
+	cr_assert_eq(s.again, 0);
+
+	/* The callback stops it: its value is returned, nothing more read. */
+	memset(&s, 0, sizeof(s));
+	s.stop_after = 2;
+	cr_assert_eq(test_emu_reset_stats(&emu), 0);
+	cr_assert_eq(kube_list_each(client, cm, "default", &lo, seen_page, &s,
+				    &err),
+		     7);
+	cr_assert_eq(s.pages, 2);
+	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 200), 2);
+
+	/* An expired continue token: the list starts over, said so once. */
+	memset(&s, 0, sizeof(s));
+	cr_assert_eq(test_emu_faults(&emu, "verb=list,expire,count=1"), 0);
+	cr_assert_eq(kube_list_each(client, cm, "default", &lo, seen_page, &s,
+				    &err),
+		     0, "%s", err_msg(&err));
+	cr_assert_eq(s.again, 1);
+	cr_assert_eq(s.items, 250);
+	cr_assert_eq(s.pages, 4); /* page 1, then 3 of the restart */
+
+	/* Twice in a row: the error names the resource and the 410. */
+	err_reset(&err);
+	cr_assert_eq(test_emu_faults(&emu, "verb=list,expire,count=2"), 0);
+	cr_assert_lt(kube_list_each(client, cm, "default", &lo, seen_page, &s,
+				    &err),
+		     0);
+	cr_assert(strstr(err_first(&err), "configmaps"), "%s", err_first(&err));
+	cr_assert(strstr(err_first(&err), "410"), "%s", err_first(&err));
+}
+
 /* ------------------------------------------------------------------ */
 
 TestSuite(kube_apply, .init = setup, .fini = teardown, .timeout = 60);
