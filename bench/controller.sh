@@ -84,20 +84,25 @@ for i in $(seq "$APPS"); do
 done
 
 # The repository: apps/app-NNN/configmaps.yaml, PER ConfigMaps of about
-# 1 KB each (one 900-character value plus metadata).
+# 1 KB each (one 900-character value plus metadata). The value is
+# pseudo-random hex, different in each object (a window of a random pool
+# at a random place): data that deflates no better than hex does, less
+# well than most real configuration, so that the deflated watch cache
+# is not measured on data that flatters it.
 repo="$tmp/repo"
 mkdir -p "$repo/apps"
 awk -v apps="$APPS" -v per="$PER" -v dir="$repo/apps" 'BEGIN {
-	fill = ""
-	while (length(fill) < 900)
-		fill = fill "0123456789abcdefghijklmnopqrstuvwxyz"
-	fill = substr(fill, 1, 900)
+	srand(1)
+	pool = ""
+	while (length(pool) < 8192)
+		pool = pool sprintf("%08x", int(rand() * 4294967296))
 	for (a = 1; a <= apps; a++) {
 		ns = sprintf("app-%03d", a)
 		d = dir "/" ns
 		system("mkdir -p " d)
 		f = d "/configmaps.yaml"
 		for (i = 0; i < per; i++) {
+			fill = substr(pool, 1 + int(rand() * (8192 - 900)), 900)
 			if (i) print "---" > f
 			print "apiVersion: v1" > f
 			print "kind: ConfigMap" > f

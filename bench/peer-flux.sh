@@ -99,14 +99,17 @@ done
 REPO_URL=http://$ADDR:$git_port/git/apps.git
 
 # The manifests of one app: PER objects, ConfigMaps, Deployments and
-# Services in turn, about 1 KB each in YAML.
+# Services in turn, about 1 KB each in YAML. The 600-character fill is
+# pseudo-random hex, different in each object (as in bench/controller.sh:
+# data that deflates no better than hex does), the same for both sides.
 manifests() { # DIR NAMESPACE VALUE
 	awk -v per="$PER" -v ns="$2" -v value="$3" 'BEGIN {
-		fill = ""
-		while (length(fill) < 600)
-			fill = fill "0123456789abcdefghijklmnopqrstuvwxyz"
-		fill = substr(fill, 1, 600)
+		srand(1)
+		pool = ""
+		while (length(pool) < 8192)
+			pool = pool sprintf("%08x", int(rand() * 4294967296))
 		for (i = 0; i < per; i++) {
+			fill = substr(pool, 1 + int(rand() * (8192 - 600)), 600)
 			if (i) print "---"
 			name = sprintf("o-%03d", i)
 			if (i % 3 == 0) {

@@ -133,6 +133,22 @@ static int put_utf8(struct buf *b, uint32_t cp)
  * The string at r->p (just past its opening quote) into r->str, unescaped.
  * Plain bytes are copied a run at a time.
  */
+/*
+ * Whether any of the 8 bytes of w ends a plain run: a control character,
+ * '"', '\\' or a byte of a multibyte UTF-8 sequence (the classic
+ * has-less-than and has-zero-byte tests, exact for "any").
+ */
+static bool word_special(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ull;
+	const uint64_t high = 0x8080808080808080ull;
+	uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+
+	return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) |
+		((b - ones) & ~b) | w) &
+	       high;
+}
+
 static bool read_string(struct reader *r)
 {
 	buf_reset(&r->str);
@@ -140,8 +156,16 @@ static bool read_string(struct reader *r)
 		const unsigned char *run = r->p;
 		uint32_t cp, lo;
 
-		while (r->p < r->end && *r->p >= 0x20 && *r->p != '"' &&
-		       *r->p != '\\') {
+		for (;;) {
+			uint64_t w;
+
+			/* Eight plain bytes at a time, most of a string. */
+			while (r->end - r->p >= 8 &&
+			       (memcpy(&w, r->p, 8), !word_special(w)))
+				r->p += 8;
+			if (r->p == r->end || *r->p < 0x20 || *r->p == '"' ||
+			    *r->p == '\\')
+				break;
 			if (*r->p < 0x80) {
 				r->p++;
 				continue;

@@ -103,3 +103,25 @@ Test(json, long_strings_and_many_keys)
 	expect_same(b.p);
 	free(b.p);
 }
+
+/*
+ * Strings are scanned eight bytes at a time: a byte that ends the plain
+ * run (quote, backslash, control character, the bytes of a multibyte
+ * character, bad UTF-8) is found at every offset within those eight.
+ */
+Test(json, every_special_byte_at_every_offset)
+{
+	static const char *const specials[] = {
+		"\\\"", "\\\\", "\\n", "\\u00e9", "é", "€", "😀", "\x1f",
+		"\x7f", "\xff", "\xc3", "\"", " ",
+	};
+	char text[128];
+
+	for (size_t s = 0; s < sizeof(specials) / sizeof(*specials); s++)
+		for (int at = 0; at < 20; at++) {
+			snprintf(text, sizeof(text), "[\"%.*s%s%s\"]", at,
+				 "abcdefghijklmnopqrstuvwxyz", specials[s],
+				 "0123456789abcdef");
+			expect_same(text);
+		}
+}

@@ -294,6 +294,38 @@ Test(watchcache, initial_sync_and_events, .init = setup)
 	cr_assert_eq(heard_count(NULL), 4);
 }
 
+/* Objects are stored deflated: what comes back is what was stored. */
+Test(watchcache, a_large_object_comes_back_whole, .init = setup)
+{
+	const struct kube_resource *cm = find("ConfigMap");
+	size_t n = 200000;
+	char *big = malloc(n + 1);
+	const char *got;
+	json_t *obj;
+	unsigned x = 12345;
+
+	cr_assert_not_null(big);
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u; /* varied: it deflates little */
+		big[i] = "0123456789abcdef\"\\ \t"[(x >> 16) % 20];
+	}
+	big[n] = '\0';
+	apply_cm("default", "big", big, "app1");
+	apply_cm("default", "small", "", "app1");
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default", NULL, &err), 0,
+		     "%s", err_msg(&err));
+	wait_synced("ConfigMap", "default");
+	obj = cached("ConfigMap", "default", "big");
+	got = json_string_value(json_object_get(json_object_get(obj, "data"),
+						"k"));
+	cr_assert_not_null(got);
+	cr_assert_eq(strlen(got), n);
+	cr_assert(!memcmp(got, big, n), "the value came back changed");
+	json_decref(obj);
+	cr_assert_str_eq(cached_value("default", "small"), "");
+	free(big);
+}
+
 Test(watchcache, callback_only_for_labelled_objects, .init = setup)
 {
 	const struct kube_resource *cm = find("ConfigMap");
