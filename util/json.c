@@ -157,19 +157,25 @@ static bool read_string(struct reader *r)
 		uint32_t cp, lo;
 
 		for (;;) {
+			const unsigned char *stop;
 			uint64_t w;
 
-			/* Eight plain bytes at a time, most of a string. */
+			/* Eight plain bytes at a time, most of a long string. */
 			while (r->end - r->p >= 8 &&
 			       (memcpy(&w, r->p, 8), !word_special(w)))
 				r->p += 8;
-			if (r->p == r->end || *r->p < 0x20 || *r->p == '"' ||
-			    *r->p == '\\')
-				break;
-			if (*r->p < 0x80) {
+			/* Then the eight (or fewer) with the byte that ends it. */
+			stop = r->end - r->p > 8 ? r->p + 8 : r->end;
+			while (r->p < stop && *r->p >= 0x20 && *r->p < 0x80 &&
+			       *r->p != '"' && *r->p != '\\')
 				r->p++;
+			if (r->p == stop) {
+				if (stop == r->end)
+					break;
 				continue;
 			}
+			if (*r->p < 0x80)
+				break; /* '"', '\\' or a control character */
 			size_t n = utf8_len(r->p, (size_t)(r->end - r->p));
 
 			if (!n)

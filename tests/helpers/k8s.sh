@@ -258,8 +258,10 @@ k8s_stop() {
 			sleep 0.1
 			n=$((n - 1))
 		done
-		kill -KILL -- "-$p" 2>/dev/null
-		wait "$p" 2>/dev/null
+		# Either may fail (the group is gone; killed: 137): under
+		# `set -e`, as in an EXIT trap, that must not be the exit.
+		kill -KILL -- "-$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
 	done
 	k8s_pids=()
 	k8s_names=()

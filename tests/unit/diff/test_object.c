@@ -233,3 +233,55 @@ Test(object, objset_sort_keeps_lookup)
 	diff_key_release(&k);
 	diff_objset_release(&set);
 }
+
+Test(object, objset_index_and_truncate)
+{
+	struct diff_objset set = DIFF_OBJSET_INIT;
+	struct diff_object *o;
+	struct diff_key k;
+	char name[16];
+	size_t at = 99;
+
+	for (int i = 0; i < 100; i++) {
+		json_t *j;
+
+		snprintf(name, sizeof(name), "cm-%02d", i);
+		j = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "v1",
+			      "kind", "ConfigMap", "metadata", "name", name,
+			      "uid", name);
+		cr_assert_eq(diff_object_new(&o, j, NULL, NULL), 0);
+		json_decref(j);
+		cr_assert_eq(diff_objset_add(&set, o, NULL), 0);
+	}
+	cr_assert_eq(diff_key_init(&k, "", "ConfigMap", "", "cm-42"), 0);
+	cr_assert(diff_objset_index(&set, &k, &at));
+	cr_assert_eq(at, 42);
+	cr_assert_str_eq(diff_object_uid(set.items[at]), "cm-42");
+	diff_key_release(&k);
+
+	/* The last ones go, the others are still found where they are. */
+	diff_objset_truncate(&set, 40);
+	cr_assert_eq(set.len, 40);
+	cr_assert_eq(diff_key_init(&k, "", "ConfigMap", "", "cm-42"), 0);
+	cr_assert_null(diff_objset_get(&set, &k));
+	cr_assert_not(diff_objset_index(&set, &k, &at));
+	diff_key_release(&k);
+	cr_assert_eq(diff_key_init(&k, "", "ConfigMap", "", "cm-39"), 0);
+	cr_assert_eq(diff_objset_get(&set, &k), set.items[39]);
+	diff_key_release(&k);
+	/* And they can come back. */
+	for (int i = 40; i < 45; i++) {
+		json_t *j;
+
+		snprintf(name, sizeof(name), "cm-%02d", i);
+		j = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+			      "ConfigMap", "metadata", "name", name);
+		cr_assert_eq(diff_object_new(&o, j, NULL, NULL), 0);
+		json_decref(j);
+		cr_assert_eq(diff_objset_add(&set, o, NULL), 0);
+	}
+	cr_assert_eq(set.len, 45);
+	diff_objset_truncate(&set, 0);
+	cr_assert_eq(set.len, 0);
+	diff_objset_release(&set);
+}
