@@ -454,11 +454,13 @@ void app_health_release(struct app_health *h);
 json_t *app_health_json(const struct app_health *h, bool objects);
 
 /*
- * Add "health" ({"status", "message"}) to each object of
- * diff_report_to_json()'s document of the same report, and the app's to
- * the document itself.
+ * Add "health" ({"status", "message"}) to object `index` of the report
+ * as diff_report_object_json() writes it; the objects are taken in
+ * order: *cursor (0 at first) is where the last one was found in h.
+ * (The app's own health is app_health_json(h, false).)
  */
-void app_health_annotate(json_t *report_json, const struct app_health *h);
+void app_health_annotate_object(json_t *obj, size_t index,
+				const struct app_health *h, size_t *cursor);
 
 /*
  * The app spec: everything that says what an app is, in one type. Where

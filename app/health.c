@@ -126,25 +126,21 @@ json_t *app_health_json(const struct app_health *h, bool objects)
 	return o;
 }
 
-void app_health_annotate(json_t *report_json, const struct app_health *h)
+static void set_health(json_t *o, const struct app_health_object *x)
 {
-	json_t *objects = json_object_get(report_json, "objects");
+	json_object_set_new(o, "health",
+			    json_pack("{s:s, s:s}", "status",
+				      health_state_name(x->health.state),
+				      "message",
+				      x->health.reason ? x->health.reason : ""));
+}
 
-	/* diff_report_to_json() writes the report's objects in order. */
-	for (size_t i = 0; i < h->n; i++) {
-		const struct app_health_object *x = &h->objects[i];
-		json_t *o = json_array_get(objects, x->index);
-
-		if (o)
-			json_object_set_new(
-				o, "health",
-				json_pack("{s:s, s:s}", "status",
-					  health_state_name(x->health.state),
-					  "message",
-					  x->health.reason ? x->health.reason
-							   : ""));
-	}
-	if (json_is_object(report_json))
-		json_object_set_new(report_json, "health",
-				    app_health_json(h, false));
+void app_health_annotate_object(json_t *obj, size_t index,
+				const struct app_health *h, size_t *cursor)
+{
+	/* h's objects are in report order, some left out. */
+	while (*cursor < h->n && h->objects[*cursor].index < index)
+		(*cursor)++;
+	if (*cursor < h->n && h->objects[*cursor].index == index)
+		set_health(obj, &h->objects[*cursor]);
 }

@@ -789,6 +789,14 @@ bool diff_report_has_drift(const struct diff_report *report);
 json_t *diff_report_to_json(const struct diff_report *report);
 
 /*
+ * The same in parts, for a report too large to hold as one tree: the
+ * report with "objects" an empty array, and its object i as it would be
+ * there (for diff_json_dump_items()). New references.
+ */
+json_t *diff_report_head_json(const struct diff_report *report);
+json_t *diff_report_object_json(const struct diff_report *report, size_t i);
+
+/*
  * The report as text, like `kubectl diff`: for each object not in sync a
  * header with its state, one line per differing field with its owners,
  * then a unified diff of the live object and the object after the apply.
@@ -824,6 +832,17 @@ size_t diff_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 
 int diff_json_dump(const json_t *json, int indent, struct buf *out);
 int diff_yaml_dump(const json_t *json, struct buf *out);
+
+/*
+ * diff_json_dump(), where the array `items` (found in `json` by identity)
+ * is written as the n values item(0..n-1) gives instead of its own (new
+ * references, each released once written): an array too large to hold
+ * as a tree is built one element at a time. item() returning NULL is
+ * ERR_NOMEM.
+ */
+int diff_json_dump_items(const json_t *json, int indent, const json_t *items,
+			 size_t n, json_t *(*item)(size_t i, void *ctx),
+			 void *ctx, struct buf *out);
 
 /*
  * ---------------------------------------------------------------------

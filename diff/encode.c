@@ -633,6 +633,11 @@ struct jenc {
 	int indent;
 	int error;
 	struct keystack ks;
+	/* diff_json_dump_items(): the array written from item() instead. */
+	const json_t *items;
+	size_t nitems;
+	json_t *(*item)(size_t i, void *ctx);
+	void *item_ctx;
 };
 
 static void j_add(struct jenc *e, const char *s, size_t n)
@@ -806,14 +811,23 @@ static int j_value(struct jenc *e, json_t *v, int depth)
 	}
 
 	if (json_is_array(v)) {
-		n = json_array_size(v);
+		bool made = e->items && v == e->items;
+
+		n = made ? e->nitems : json_array_size(v);
 		j_add(e, "[", 1);
 		for (i = 0; i < n && !error; i++) {
+			json_t *x = made ? e->item(i, e->item_ctx)
+					 : json_array_get(v, i);
+
+			if (!x)
+				return ERR_NOMEM;
 			if (i)
 				j_add(e, ",", 1);
 			if (e->indent)
 				j_newline(e, depth + 1);
-			error = j_value(e, json_array_get(v, i), depth + 1);
+			error = j_value(e, x, depth + 1);
+			if (made)
+				json_decref(x);
 		}
 		if (n && e->indent)
 			j_newline(e, depth);
@@ -847,9 +861,12 @@ out:
 	return error ? error : e->error;
 }
 
-int diff_json_dump(const json_t *json, int indent, struct buf *out)
+int diff_json_dump_items(const json_t *json, int indent, const json_t *items,
+			 size_t n, json_t *(*item)(size_t i, void *ctx),
+			 void *ctx, struct buf *out)
 {
-	struct jenc e = {out, indent, 0, {NULL, 0, 0, NULL, 0}};
+	struct jenc e = {out, indent, 0, {NULL, 0, 0, NULL, 0},
+			 items, n, item, ctx};
 	size_t len0 = out->len;
 	int error;
 
@@ -860,6 +877,11 @@ int diff_json_dump(const json_t *json, int indent, struct buf *out)
 	if (error < 0)
 		buf_truncate(out, len0);
 	return error;
+}
+
+int diff_json_dump(const json_t *json, int indent, struct buf *out)
+{
+	return diff_json_dump_items(json, indent, NULL, 0, NULL, NULL, out);
 }
 
 /*

@@ -337,7 +337,7 @@ static json_t *object_json(const struct diff_object_report *o)
 	return j;
 }
 
-json_t *diff_report_to_json(const struct diff_report *report)
+json_t *diff_report_head_json(const struct diff_report *report)
 {
 	struct diff_summary s;
 	json_t *j = json_object(), *objects = json_array(), *sum;
@@ -364,9 +364,22 @@ json_t *diff_report_to_json(const struct diff_report *report)
 			(json_int_t)s.fighting_fields, "ignoredFields",
 			(json_int_t)s.ignored_fields);
 	json_object_set_new(j, "summary", sum);
+	json_object_set_new(j, "objects", objects);
+	return j;
+}
+
+json_t *diff_report_object_json(const struct diff_report *report, size_t i)
+{
+	return object_json(&report->objects[i]);
+}
+
+json_t *diff_report_to_json(const struct diff_report *report)
+{
+	json_t *j = diff_report_head_json(report),
+	       *objects = json_object_get(j, "objects");
+
 	for (size_t i = 0; i < report->len; i++)
 		json_array_append_new(objects, object_json(&report->objects[i]));
-	json_object_set_new(j, "objects", objects);
 	return j;
 }
 

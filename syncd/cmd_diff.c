@@ -252,6 +252,23 @@ static int add_crds(struct diff_schemas *reg, const struct diff_objset *set,
  * The report on stdout, with the app's health when there is one;
  * EXIT_RESULT when it shows drift (health does not change the status).
  */
+/* The report's objects one at a time, with their health. */
+struct report_items {
+	const struct diff_report *report;
+	const struct app_health *health;
+	size_t cursor;
+};
+
+static json_t *report_item(size_t i, void *ctx)
+{
+	struct report_items *r = ctx;
+	json_t *o = diff_report_object_json(r->report, i);
+
+	if (o && r->health)
+		app_health_annotate_object(o, i, r->health, &r->cursor);
+	return o;
+}
+
 static int print_report(const struct diff_report *report,
 			const struct app_health *health, bool json,
 			const char *color, struct err *err)
@@ -261,11 +278,17 @@ static int print_report(const struct diff_report *report,
 	int rc = EXIT_ERROR;
 
 	if (json) {
-		json_t *j = diff_report_to_json(report);
+		/* Written an object at a time: never the whole tree. */
+		struct report_items items = {report, health, 0};
+		json_t *j = diff_report_head_json(report);
 
 		if (j && health)
-			app_health_annotate(j, health);
-		if (!j || diff_json_dump(j, 2, &out) < 0 ||
+			json_object_set_new(j, "health",
+					    app_health_json(health, false));
+		if (!j ||
+		    diff_json_dump_items(j, 2, json_object_get(j, "objects"),
+					 report->len, report_item, &items,
+					 &out) < 0 ||
 		    buf_addch(&out, '\n') < 0) {
 			json_decref(j);
 			err_set(err, ERR_NOMEM, "cannot encode the report");

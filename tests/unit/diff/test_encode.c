@@ -384,3 +384,43 @@ Test(encode, bad_arguments)
 	buf_release(&b);
 	json_decref(j);
 }
+
+/* The array an item at a time: the same text as the whole tree. */
+static json_t *nth_item(size_t i, void *ctx)
+{
+	return json_incref(json_array_get(ctx, i));
+}
+
+Test(encode, json_items_written_as_made)
+{
+	json_t *whole = json_loads("{\"z\":1,\"items\":[{\"b\":[1,2],\"a\":\"x\"},"
+				   "[],{}],\"a\":{\"k\":[]}}",
+				   0, NULL);
+	json_t *head = json_deep_copy(whole), *items;
+	struct buf a = BUF_INIT, b = BUF_INIT;
+
+	items = json_object_get(head, "items");
+	json_array_clear(items);
+	for (int indent = 0; indent <= 2; indent += 2) {
+		buf_reset(&a);
+		buf_reset(&b);
+		cr_assert_eq(diff_json_dump(whole, indent, &a), 0);
+		cr_assert_eq(diff_json_dump_items(head, indent, items, 3,
+						  nth_item,
+						  json_object_get(whole,
+								  "items"),
+						  &b),
+			     0);
+		cr_assert_str_eq(buf_cstr(&b), buf_cstr(&a));
+	}
+	/* None: an empty array, as the tree would print it. */
+	buf_reset(&b);
+	cr_assert_eq(diff_json_dump_items(head, 2, items, 0, nth_item, NULL,
+					  &b),
+		     0);
+	cr_assert(strstr(buf_cstr(&b), "\"items\": []"), "%s", buf_cstr(&b));
+	json_decref(head);
+	json_decref(whole);
+	buf_release(&a);
+	buf_release(&b);
+}
