@@ -342,18 +342,6 @@ int app_resolve_type(struct app *app, struct app_type *t, struct err *err)
 	return error;
 }
 
-int app_add_live(struct app *app, json_t *obj, struct err *err)
-{
-	struct diff_object *o = NULL;
-	int error;
-
-	if ((error = diff_object_new(&o, obj, NULL, err)) < 0)
-		return error;
-	if (diff_objset_add(&app->live, o, NULL) < 0)
-		diff_object_free(o); /* listed twice (two namespaces' views) */
-	return 0;
-}
-
 /* The parent as it should be: members are desired objects and `live`. */
 int app_build_parent(const struct app *app, const struct diff_objset *desired,
 		     const struct diff_objset *live, const bool *gone,

@@ -145,6 +145,11 @@ nomem:
 	return err_set(err, ERR_NOMEM, "out of memory");
 }
 
+int app_add_live(struct app *app, json_t *obj, struct err *err)
+{
+	return ingest(app, obj, NULL, err);
+}
+
 /* One LIST of a (type, namespace), read page by page. */
 struct listing {
 	struct app *app;

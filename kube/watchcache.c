@@ -32,9 +32,8 @@ struct watch {
 	char *selector;		  /* NULL: all */
 	/*
 	 * The objects, as deflated compact JSON text (pack(): a json
-	 * string of bytes each, a tenth or so of the memory of a parsed
-	 * object), grouped by the value of
-	 * their part-of label ("" without one) so that one app's objects
+	 * string of bytes each), grouped by the value of their part-of
+	 * label ("" without one) so that one app's objects
 	 * are found without looking at the others':
 	 *   by_label: label value -> "namespace/name" -> text
 	 *   labels:   "namespace/name" -> label value
@@ -134,13 +133,12 @@ static const char *rv_of(const json_t *obj)
 		json_object_get(obj, "metadata"), "resourceVersion"));
 }
 
-/* An object parsed back from its stored text (new reference or NULL). */
 /*
  * Stored objects are compact JSON text, deflated (zlib, fastest level):
  * the cache is most of a controller's memory, and Kubernetes objects --
- * keys repeated, managedFields mirroring the fields -- deflate to a third
- * or less. A stored value is a JSON string of bytes (not text): the
- * text's length in 4 bytes, little-endian, then the zlib stream.
+ * keys repeated, managedFields mirroring the fields -- deflate well. A
+ * stored value is a JSON string of bytes (not text): the text's length
+ * in 4 bytes, little-endian, then the zlib stream.
  */
 #define PACK_HEADER 4
 
@@ -161,6 +159,7 @@ static json_t *pack(const char *text, size_t len)
 	return v;
 }
 
+/* An object parsed back from its stored value (new reference or NULL). */
 static json_t *parse(const json_t *stored)
 {
 	const unsigned char *b =

@@ -248,10 +248,6 @@ static int add_crds(struct diff_schemas *reg, const struct diff_objset *set,
 	return error;
 }
 
-/*
- * The report on stdout, with the app's health when there is one;
- * EXIT_RESULT when it shows drift (health does not change the status).
- */
 /* The report's objects one at a time, with their health. */
 struct report_items {
 	const struct diff_report *report;
@@ -269,6 +265,10 @@ static json_t *report_item(size_t i, void *ctx)
 	return o;
 }
 
+/*
+ * The report on stdout, with the app's health when there is one;
+ * EXIT_RESULT when it shows drift (health does not change the status).
+ */
 static int print_report(const struct diff_report *report,
 			const struct app_health *health, bool json,
 			const char *color, struct err *err)

@@ -130,10 +130,6 @@ static int put_utf8(struct buf *b, uint32_t cp)
 }
 
 /*
- * The string at r->p (just past its opening quote) into r->str, unescaped.
- * Plain bytes are copied a run at a time.
- */
-/*
  * Whether any of the 8 bytes of w ends a plain run: a control character,
  * '"', '\\' or a byte of a multibyte UTF-8 sequence (the classic
  * has-less-than and has-zero-byte tests, exact for "any").
@@ -149,6 +145,10 @@ static bool word_special(uint64_t w)
 	       high;
 }
 
+/*
+ * The string at r->p (just past its opening quote) into r->str, unescaped.
+ * Plain bytes are copied a run at a time.
+ */
 static bool read_string(struct reader *r)
 {
 	buf_reset(&r->str);
