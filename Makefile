@@ -76,9 +76,9 @@ endif
 LIB_MODULES := yaml-0.1 jansson libcurl libgit2 libmicrohttpd zlib
 LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(LIB_MODULES) 2>/dev/null)
 LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_MODULES) 2>/dev/null)
-# libjsonnet (Debian libjsonnet-dev) has no pkg-config module: link its
-# shared library by name; libjsonnet.so carries its own libstdc++ dependency.
-LIB_LIBS += -ljsonnet
+# libjsonnet (Debian libjsonnet-dev, no pkg-config module) is not linked:
+# renderers/jsonnet.c loads libjsonnet.so.0 on its first evaluation.
+LIB_LIBS += -ldl
 TEST_CFLAGS := $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
 TEST_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 EMU_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmicrohttpd 2>/dev/null)

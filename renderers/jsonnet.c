@@ -20,6 +20,11 @@
  * the callback, after the importing file's directory, the last one first
  * (as `jsonnet -J a -J b` does).
  *
+ * libjsonnet (and the C++ runtime it brings) is loaded on the first
+ * evaluation, not when syncd starts: most processes never render jsonnet,
+ * and mapping the two costs every one of them about 2 MB of resident
+ * memory (docs/decisions.md 56). Its functions are called through `lib`.
+ *
  * Evaluation runs in-process and cannot be interrupted: the output is
  * capped (opts->max_output) and jsonnet's own stack limit applies, but a
  * program that loops forever is only stopped by the caller's process
@@ -30,9 +35,11 @@
 #include "util/file.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <libjsonnet.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +50,75 @@
 
 /* Lines of stack trace kept from an evaluation error. */
 #define MAX_TRACE 20
+
+/* The shared library loaded, by its Debian runtime name (libjsonnet0). */
+#define LIBJSONNET "libjsonnet.so.0"
+
+/* libjsonnet's functions, once loaded (lib_load()). */
+static struct {
+	__typeof__(jsonnet_make) *make;
+	__typeof__(jsonnet_destroy) *destroy;
+	__typeof__(jsonnet_max_trace) *max_trace;
+	__typeof__(jsonnet_import_callback) *import_callback;
+	__typeof__(jsonnet_ext_var) *ext_var;
+	__typeof__(jsonnet_ext_code) *ext_code;
+	__typeof__(jsonnet_tla_var) *tla_var;
+	__typeof__(jsonnet_tla_code) *tla_code;
+	__typeof__(jsonnet_evaluate_snippet) *evaluate_snippet;
+	__typeof__(jsonnet_realloc) *vm_realloc;
+} lib;
+static char lib_error[256]; /* why loading failed; "" when it did not */
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void lib_open(void)
+{
+	void *h = dlopen(LIBJSONNET, RTLD_NOW | RTLD_LOCAL);
+	const char *missing = NULL;
+
+	if (!h) {
+		const char *why = dlerror();
+
+		snprintf(lib_error, sizeof(lib_error), "%s",
+			 why ? why : LIBJSONNET ": cannot be loaded");
+		return;
+	}
+#define SYM(field, name)                                                      \
+	do {                                                                  \
+		*(void **)&lib.field = dlsym(h, name);                        \
+		if (!lib.field && !missing)                                   \
+			missing = name;                                       \
+	} while (0)
+	SYM(make, "jsonnet_make");
+	SYM(destroy, "jsonnet_destroy");
+	SYM(max_trace, "jsonnet_max_trace");
+	SYM(import_callback, "jsonnet_import_callback");
+	SYM(ext_var, "jsonnet_ext_var");
+	SYM(ext_code, "jsonnet_ext_code");
+	SYM(tla_var, "jsonnet_tla_var");
+	SYM(tla_code, "jsonnet_tla_code");
+	SYM(evaluate_snippet, "jsonnet_evaluate_snippet");
+	SYM(vm_realloc, "jsonnet_realloc");
+#undef SYM
+	if (missing) {
+		snprintf(lib_error, sizeof(lib_error), "%s has no %s",
+			 LIBJSONNET, missing);
+		memset(&lib, 0, sizeof(lib));
+		dlclose(h);
+	}
+	/* Otherwise kept open for the life of the process. */
+}
+
+/* Load libjsonnet once; 0, or an error naming what is missing. */
+static int lib_load(struct err *err)
+{
+	pthread_once(&lib_once, lib_open);
+	if (lib_error[0])
+		return err_set(err, ERR_GENERIC,
+			       "jsonnet: the library cannot be loaded: %s "
+			       "(install libjsonnet0)",
+			       lib_error);
+	return 0;
+}
 
 struct jsonnet_ctx {
 	struct JsonnetVm *vm;
@@ -98,7 +174,7 @@ out:
 /* A copy of s[0..len) in memory libjsonnet may free. */
 static char *vm_strdup(struct JsonnetVm *vm, const char *s, size_t len)
 {
-	char *p = jsonnet_realloc(vm, NULL, len + 1);
+	char *p = lib.vm_realloc(vm, NULL, len + 1);
 
 	memcpy(p, s, len);
 	p[len] = '\0';
@@ -528,35 +604,37 @@ int render_jsonnet(struct diff_objset *out, const char *root,
 		goto out;
 	}
 
-	if (!(c.vm = jsonnet_make())) {
+	if ((error = lib_load(err)) < 0)
+		goto out;
+	if (!(c.vm = lib.make())) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	jsonnet_max_trace(c.vm, MAX_TRACE);
-	jsonnet_import_callback(c.vm, import_cb, &c);
+	lib.max_trace(c.vm, MAX_TRACE);
+	lib.import_callback(c.vm, import_cb, &c);
 	/* Check every option and report each bad one before failing. */
 	if ((e = setup_jpath(&c, opts->jpath, err)) < 0 && !error)
 		error = e;
-	if ((e = set_vars(c.vm, opts->ext_str, "ext var", jsonnet_ext_var,
+	if ((e = set_vars(c.vm, opts->ext_str, "ext var", lib.ext_var,
 			  err)) < 0 &&
 	    !error)
 		error = e;
-	if ((e = set_vars(c.vm, opts->ext_code, "ext code", jsonnet_ext_code,
+	if ((e = set_vars(c.vm, opts->ext_code, "ext code", lib.ext_code,
 			  err)) < 0 &&
 	    !error)
 		error = e;
 	if ((e = set_vars(c.vm, opts->tla_str, "top-level argument",
-			  jsonnet_tla_var, err)) < 0 &&
+			  lib.tla_var, err)) < 0 &&
 	    !error)
 		error = e;
 	if ((e = set_vars(c.vm, opts->tla_code, "top-level argument code",
-			  jsonnet_tla_code, err)) < 0 &&
+			  lib.tla_code, err)) < 0 &&
 	    !error)
 		error = e;
 	if (error)
 		goto out;
 
-	result = jsonnet_evaluate_snippet(c.vm, name, buf_cstr(&text), &failed);
+	result = lib.evaluate_snippet(c.vm, name, buf_cstr(&text), &failed);
 	if (!result) {
 		error = err_set(err, ERR_NOMEM, "%s: out of memory", name);
 		goto out;
@@ -584,9 +662,9 @@ int render_jsonnet(struct diff_objset *out, const char *root,
 out:
 	json_decref(json);
 	if (result)
-		jsonnet_realloc(c.vm, result, 0);
+		lib.vm_realloc(c.vm, result, 0);
 	if (c.vm)
-		jsonnet_destroy(c.vm);
+		lib.destroy(c.vm);
 	for (size_t i = 0; i < c.njpath; i++)
 		free(c.jpath[i]);
 	free(c.jpath);

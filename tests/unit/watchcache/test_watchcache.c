@@ -294,6 +294,71 @@ Test(watchcache, initial_sync_and_events, .init = setup)
 	cr_assert_eq(heard_count(NULL), 4);
 }
 
+/* The names of the objects of app `value` in the cache, sorted, joined. */
+static const char *part_of_names(const char *value)
+{
+	static char names[256];
+	json_t *items = NULL, *obj;
+	size_t i, len = 0;
+
+	cr_assert_eq(kube_watchcache_list_part_of(wc, find("ConfigMap"),
+						  "default", NULL, value, NULL,
+						  &items, &err),
+		     0, "%s", err_msg(&err));
+	names[0] = '\0';
+	json_array_foreach(items, i, obj)
+	{
+		const char *n = json_string_value(json_object_get(
+			json_object_get(obj, "metadata"), "name"));
+
+		len += (size_t)snprintf(names + len, sizeof(names) - len,
+					"%s%s", len ? "," : "", n);
+		cr_assert_lt(len, sizeof(names));
+	}
+	json_decref(items);
+	return names;
+}
+
+/*
+ * An object whose app label changes leaves its old app's objects for the
+ * new one's; both apps hear of it, and it is stored once.
+ */
+Test(watchcache, an_object_moved_to_another_app_is_found_there,
+     .init = setup)
+{
+	const struct kube_resource *cm = find("ConfigMap");
+
+	apply_cm("default", "a", "1", "app1");
+	apply_cm("default", "b", "1", "app1");
+	cr_assert_eq(kube_watchcache_watch(wc, cm, "default", NULL, &err), 0,
+		     "%s", err_msg(&err));
+	wait_synced("ConfigMap", "default");
+	cr_assert_str_eq(part_of_names("app1"), "a,b");
+	wait_heard("app1", 1);
+
+	apply_cm("default", "a", "2", "app2");
+	wait_value("default", "a", "2");
+	wait_heard("app2", 1);
+	wait_heard("app1", 2); /* the app it left hears too */
+	cr_assert_str_eq(part_of_names("app1"), "b");
+	cr_assert_str_eq(part_of_names("app2"), "a");
+	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
+
+	/* Without a label: in no app's objects, still cached. */
+	apply_cm("default", "a", "3", NULL);
+	wait_value("default", "a", "3");
+	wait_heard("app2", 2);
+	cr_assert_str_eq(part_of_names("app2"), "");
+	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
+
+	/* Deleted from where it is, the last of its bucket. */
+	delete_cm("default", "b");
+	wait_value("default", "b", "");
+	wait_heard("app1", 3);
+	cr_assert_str_eq(part_of_names("app1"), "");
+	cr_assert_eq(cached_count("ConfigMap", "default"), 1);
+}
+
 /* Objects are stored deflated: what comes back is what was stored. */
 Test(watchcache, a_large_object_comes_back_whole, .init = setup)
 {
@@ -560,6 +625,36 @@ Test(watchcache, a_large_list_is_stored_page_by_page, .init = setup)
 		     0);
 	cr_assert_eq(json_array_size(items), 0);
 	json_decref(items);
+}
+
+/*
+ * The first watch waits, then expires: what changed meanwhile is learnt
+ * from the re-list, which must forget what it no longer lists.
+ */
+static const char *const expire_late[] = {
+	"--faults", "verb=watch,expire,latency=1500ms,count=1", NULL};
+
+Test(watchcache, a_relist_forgets_what_it_no_longer_lists)
+{
+	start_with(expire_late);
+	apply_cm("default", "a", "1", "app1");
+	apply_cm("default", "b", "1", "app2");
+	cr_assert_eq(kube_watchcache_watch(wc, find("ConfigMap"), "default",
+					   NULL, &err),
+		     0, "%s", err_msg(&err));
+	wait_synced("ConfigMap", "default");
+	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
+	/* While the first watch waits for its 410. */
+	delete_cm("default", "b");
+	apply_cm("default", "c", "1", "app1");
+	wait_value("default", "c", "1");
+	wait_value("default", "b", "");
+	cr_assert_eq(test_emu_count(&emu, "list", "configmaps", 200), 2,
+		     "the change was not learnt from the re-list");
+	cr_assert_eq(cached_count("ConfigMap", "default"), 2);
+	cr_assert_str_eq(part_of_names("app1"), "a,c");
+	cr_assert_str_eq(part_of_names("app2"), "");
+	wait_heard("app2", 2); /* listed, then forgotten */
 }
 
 static const char *const refuse_lists[] = {
