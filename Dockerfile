@@ -25,8 +25,8 @@ RUN make BUILD=build-image -j"$(nproc)" build-image/syncd && \
 
 # Runtime stage: the shared libraries syncd links (NEEDED: libyaml-0.so.2,
 # libjansson.so.4, libcurl.so.4, libgit2.so.1.5, libmicrohttpd.so.12 (the
-# health and metrics endpoint), libjsonnet.so.0, libz.so.1 (chart and OCI
-# archives), libc;
+# health and metrics endpoint), libz.so.1 (chart and OCI archives), libc;
+# and libjsonnet.so.0, loaded on the first jsonnet render (dlopen);
 # their own dependencies come with them), CA certificates for HTTPS, and
 # the two programs syncd runs for Git sources: ssh-keygen (openssh-client)
 # to look host keys up in known_hosts and to check SSH commit signatures,

@@ -209,19 +209,19 @@ static void stamp_first_seen(struct ctl_app *a, json_t *rj, time_t now)
  * in sync (the summary counts them all): an app of thousands of objects
  * in sync would otherwise keep a large document for nothing.
  */
-static void drop_in_sync(json_t *rj)
+static json_t *out_of_sync_json(const struct diff_report *report)
 {
-	json_t *objs = json_object_get(rj, "objects");
+	json_t *rj = diff_report_head_json(report),
+	       *objs = json_object_get(rj, "objects");
 
-	for (size_t i = 0; i < json_array_size(objs);) {
-		const char *st = json_string_value(
-			json_object_get(json_array_get(objs, i), "state"));
-
-		if (st && !strcmp(st, "InSync"))
-			json_array_remove(objs, i);
-		else
-			i++;
-	}
+	for (size_t i = 0; rj && i < report->len; i++)
+		if (report->objects[i].state != DIFF_IN_SYNC &&
+		    json_array_append_new(objs,
+					  diff_report_object_json(report, i))) {
+			json_decref(rj);
+			return NULL;
+		}
+	return rj;
 }
 
 static void set_gauge(struct metrics *m, const char *name, const char *app,
@@ -433,7 +433,7 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	const char *labels[] = {"app", name, "result", result, NULL};
 	const char *app_only[] = {"app", name, NULL};
 	bool drift = report && diff_report_has_drift(report);
-	json_t *rj = report ? diff_report_to_json(report) : NULL;
+	json_t *rj = report ? out_of_sync_json(report) : NULL;
 	time_t now = time(NULL);
 	bool health_changed = false, health_was_known;
 	struct buf text = BUF_INIT;
@@ -456,7 +456,6 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	memcpy(a->st.revision, a->commit, sizeof(a->st.revision));
 	if (report) {
 		diff_report_summary(report, &a->st.sum);
-		drop_in_sync(rj);
 		stamp_first_seen(a, rj, now);
 		json_decref(a->st.seed_first_seen);
 		a->st.seed_first_seen = NULL;
