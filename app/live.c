@@ -201,6 +201,142 @@ static int list_type(struct app *app, const struct app_type *t, const char *ns,
 }
 
 /*
+ * Desired objects the labelled LISTs did not return are looked for one by
+ * one (a GET each) -- unless at least UNLISTED_LIST of them share a type
+ * and namespace, as in an app never applied: then one unfiltered LIST of
+ * that type and namespace finds them, read page by page, the objects
+ * that are not desired dropped with their page. It stops after as many
+ * pages as there are objects to find (a namespace of many objects of
+ * that type), and the ones still not found are then each asked for, so it
+ * never costs more than twice the GETs' requests.
+ */
+#define UNLISTED_LIST 10
+
+struct unlisted {
+	struct app *app;
+	const struct settle *st;
+	const struct diff_objset *desired;
+	size_t mark;	/* app->live's length when the list began */
+	size_t pages;	/* pages read so far */
+	size_t max_pages;
+	struct err *err;
+};
+
+static int unlisted_page(json_t *items, bool again, void *ctx)
+{
+	struct unlisted *u = ctx;
+	struct diff_key key;
+	json_t *item;
+	size_t i;
+	bool wanted;
+	int error;
+
+	if (again) /* started over: what its earlier pages gave goes */
+		forget_live(u->app, u->mark);
+	if (u->pages++)
+		u->app->requests++; /* the first was counted when asked */
+	json_array_foreach(items, i, item)
+	{
+		if ((error = diff_key_from_object(&key, item, u->err)) < 0)
+			return error;
+		wanted = diff_objset_get(u->desired, &key) &&
+			 !diff_objset_get(&u->app->live, &key);
+		diff_key_release(&key);
+		if (wanted && (error = ingest(u->app, item, u->st, u->err)) < 0)
+			return error;
+	}
+	/* Enough pages: the rest is asked for by GET (a positive stop). */
+	return u->pages >= u->max_pages ? 1 : 0;
+}
+
+/* A desired object still to be looked for, with its type. */
+struct pending {
+	const struct app_type *t;
+	const struct diff_object *o;
+};
+
+static int pending_cmp(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return strcmp(x->o->key.ns, y->o->key.ns);
+}
+
+static int get_one(struct app *app, const struct pending *p,
+		   const struct settle *st, struct err *err)
+{
+	struct err e = ERR_INIT;
+	json_t *obj = NULL;
+	int r;
+
+	app->requests++;
+	r = kube_get(app->client, p->t->res, p->o->key.ns, p->o->key.name, &obj,
+		     &e);
+	if (r == ERR_NOTFOUND) {
+		err_release(&e); /* absent: Missing, not a problem */
+		return 0;
+	}
+	if (r < 0) {
+		err_move(err, &e);
+		err_release(&e);
+		return r;
+	}
+	r = ingest(app, obj, st, err);
+	json_decref(obj);
+	return r;
+}
+
+static int find_unlisted(struct app *app, const struct diff_objset *desired,
+			 const struct settle *st, struct err *err)
+{
+	struct kube_list_options lo = {0};
+	struct pending *p = calloc(desired->len + 1, sizeof(*p));
+	size_t n = 0, i, j;
+	int error = 0;
+
+	if (!p)
+		return err_set(err, ERR_NOMEM, "out of memory");
+	for (i = 0; i < desired->len; i++) {
+		const struct diff_object *o = desired->items[i];
+		const struct app_type *t =
+			app_find_type(app, o->key.group, o->key.kind);
+
+		if (t && t->res && !diff_objset_get(&app->live, &o->key) &&
+		    !strchr(o->key.name, '*'))
+			p[n++] = (struct pending){t, o};
+	}
+	qsort(p, n, sizeof(*p), pending_cmp);
+	for (i = 0; i < n; i = j) {
+		struct unlisted u = {app, st, desired, app->live.len, 0, 0, err};
+
+		for (j = i + 1; j < n && !pending_cmp(&p[i], &p[j]); j++)
+			;
+		if (j - i >= UNLISTED_LIST) {
+			u.max_pages = j - i;
+			app->requests++;
+			error = kube_list_each(
+				app->client, p[i].t->res,
+				p[i].t->res->namespaced ? p[i].o->key.ns : NULL,
+				&lo, unlisted_page, &u, err);
+			if (error < 0)
+				goto out;
+			if (error == 0)
+				continue; /* listed whole: the rest is Missing */
+			error = 0; /* stopped: the rest by GET */
+		}
+		for (size_t k = i; k < j; k++)
+			if (!diff_objset_get(&app->live, &p[k].o->key) &&
+			    (error = get_one(app, &p[k], st, err)) < 0)
+				goto out;
+	}
+out:
+	free(p);
+	return error;
+}
+
+/*
  * app_read_live(), settling each object as it comes when `st` is given:
  * the CRDs are listed first, then the schemas registered, then the rest.
  */
@@ -293,35 +429,8 @@ static int read_live(struct app *app, struct diff_objset *desired,
 		}
 	}
 
-	/* A GET for every desired object the LISTs did not return. */
-	for (size_t i = 0; i < desired->len; i++) {
-		const struct diff_object *o = desired->items[i];
-		const struct app_type *t =
-			app_find_type(app, o->key.group, o->key.kind);
-		json_t *obj = NULL;
-		int r;
-
-		if (!t || !t->res || diff_objset_get(&app->live, &o->key) ||
-		    strchr(o->key.name, '*'))
-			continue;
-		app->requests++;
-		r = kube_get(app->client, t->res, o->key.ns, o->key.name, &obj,
-			     &e);
-		if (r == ERR_NOTFOUND) {
-			/* Absent: Missing, not a problem. */
-			err_reset(&e);
-			continue;
-		}
-		if (r < 0) {
-			err_move(err, &e);
-			error = r;
-			goto out;
-		}
-		error = ingest(app, obj, st, err);
-		json_decref(obj);
-		if (error < 0)
-			goto out;
-	}
+	if ((error = find_unlisted(app, desired, st, err)) < 0)
+		goto out;
 
 	if ((error = app_build_parent(app, desired, &app->live, NULL, &parent,
 				      err)) < 0)

@@ -77,6 +77,54 @@ run_syncd sync --kubeconfig "$tmp/kc" --app taken examples/guestbook
 expect_eq "$rc $(printf '%s' "$errout" | grep -c 'is not the inventory of app "taken"')" \
 	"2 1" "a Secret of the app's name that is not its inventory: exit 2"
 
+# --- an app never applied: its objects found by a LIST, not a GET each --
+# 30 ConfigMaps of one namespace, 2 of them there already without the
+# app's label: one unfiltered LIST of the namespace finds those 2 (and
+# that the other 28 are missing) where 30 GETs were made. An app of 9
+# objects there still GETs them. In a namespace of 5,500 other
+# ConfigMaps (11 pages), the LIST stops after as many pages as it has
+# objects to find (10) and GETs those.
+cms() { # NAMESPACE PREFIX N: N ConfigMaps
+	for i in $(seq -w 1 "$3"); do
+		printf -- '---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%s\n  namespace: %s\ndata:\n  k: v%s\n' \
+			"$2" "$i" "$1" "$i"
+	done
+}
+F=(--kubeconfig "$tmp/kc" --qps 5000 --burst 5000)
+for ns in fresh crowded; do
+	api POST /api/v1/namespaces application/json \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}"
+done
+mkdir -p "$tmp/fresh" "$tmp/few" "$tmp/crowd" "$tmp/among"
+cms fresh f 30 >"$tmp/fresh/cms.yaml"
+cms fresh few 9 >"$tmp/few/cms.yaml"
+cms crowded c 5500 >"$tmp/crowd/cms.yaml"
+cms crowded among 10 >"$tmp/among/cms.yaml"
+for n in 05 17; do
+	api POST /api/v1/namespaces/fresh/configmaps application/json \
+		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"f-$n\"},\"data\":{\"k\":\"other\"}}"
+done
+reset_stats
+run_syncd diff -o json "${F[@]}" --app fresh "$tmp/fresh"
+expect_rc 1 "a never-applied app: drift, exit 1"
+expect_eq "$(jq -c '[.summary.missing, .summary.drifted]' "$tmp/.out")" \
+	"[29,2]" "28 ConfigMaps and the inventory missing, the 2 already there drifted"
+expect_eq "$(jq -r '.objects[] | select(.state == "Drifted") | .name' "$tmp/.out" | sort | tr '\n' ' ')" \
+	"f-05 f-17 " "the two found by the LIST are the two already there"
+expect_eq "$(count get configmaps) $(count list configmaps)" "0 3" \
+	"the labelled LISTs (default, fresh) and one unfiltered, no GET of one"
+reset_stats
+run_syncd diff "${F[@]}" --app few "$tmp/few"
+expect_eq "$rc $(count get configmaps 404) $(count list configmaps)" "1 9 2" \
+	"9 objects to find: a GET each, the 2 labelled LISTs, no unfiltered one"
+run_syncd sync "${F[@]}" --app crowd "$tmp/crowd"
+expect_rc 0 "5,500 ConfigMaps of another app synced"
+reset_stats
+run_syncd diff "${F[@]}" --app among "$tmp/among"
+expect_eq "$rc $(count list configmaps) $(count get configmaps 404)" \
+	"1 12 10" \
+	"among 5,500 others: 2 labelled LISTs, 10 pages of the unfiltered one, then 10 GETs"
+
 stop_emu() {
 	kill -TERM "$emu_pid"
 	wait "$emu_pid"
