@@ -313,7 +313,9 @@ static int find_unlisted(struct app *app, const struct diff_objset *desired,
 
 		for (j = i + 1; j < n && !pending_cmp(&p[i], &p[j]); j++)
 			;
-		if (j - i >= UNLISTED_LIST) {
+		/* (A namespaced object without a namespace is not listed.) */
+		if (j - i >= UNLISTED_LIST &&
+		    (!p[i].t->res->namespaced || *p[i].o->key.ns)) {
 			u.max_pages = j - i;
 			app->requests++;
 			error = kube_list_each(
