@@ -422,7 +422,7 @@ static int apply_event(struct watch *w, const char *type, json_t *obj,
 {
 	json_t *old, *parsed;
 	const char *was = NULL;
-	bool quiet;
+	bool quiet, anywhere;
 	char k[768];
 
 	if (!object_key(obj, k, sizeof(k)))
@@ -436,8 +436,14 @@ static int apply_event(struct watch *w, const char *type, json_t *obj,
 	}
 	if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED"))
 		return 0;
+	/*
+	 * An object ADDED was not in the list the watch began from, or was
+	 * DELETED since: it is stored nowhere, and the other buckets are not
+	 * searched (one lookup per app, for every object an app creates).
+	 */
+	anywhere = strcmp(type, "ADDED") != 0;
 	/* A status write is stored (its resourceVersion) but not reported. */
-	old = find_key(w, k, part_of(obj), true, &was);
+	old = find_key(w, k, part_of(obj), anywhere, &was);
 	parsed = old ? parse(old) : NULL;
 	quiet = parsed && only_status_changed(w, parsed, obj);
 	json_decref(parsed);
@@ -445,7 +451,7 @@ static int apply_event(struct watch *w, const char *type, json_t *obj,
 		note_value(report, old ? was : NULL);
 		note_value(report, part_of(obj));
 	}
-	return put_key(w, k, obj, true);
+	return put_key(w, k, obj, anywhere);
 }
 
 static int on_event(const struct kube_watch_event *ev, void *ctx)
