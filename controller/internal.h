@@ -42,7 +42,16 @@ struct ctl_status {
 	bool health_known;
 	enum health_state health;
 	json_t *health_doc;  /* app_health_json() with its objects */
-	json_t *report;	     /* the last drift report, with firstSeen */
+	/*
+	 * The last drift report (with firstSeen) and its text diff, kept
+	 * deflated (util/zpack.h): read only by the status API, and large
+	 * after a pass that found many objects missing (docs/decisions.md
+	 * 58). NULL: none.
+	 */
+	unsigned char *report_z;
+	size_t report_zlen;
+	unsigned char *diff_z;
+	size_t diff_zlen;
 	json_t *first_seen;  /* "<object>\t<path>" -> RFC 3339 */
 	/* Only the pass uses this: the foreign fields last reported by an
 	 * Event, per object ("<object>" -> note). */
@@ -54,7 +63,6 @@ struct ctl_status {
 	/* The last Events about the app's objects, newest first
 	 * ({"time", "type", "reason", "object", "note"}, EVENTS_MAX). */
 	json_t *events;
-	char *diff;	      /* the text diff of the last report, or NULL */
 	char applied[SOURCE_REVISION_MAX]; /* last pass that succeeded */
 	char attempted[SOURCE_REVISION_MAX]; /* last commit polled */
 	json_t *health_counts; /* health status -> desired objects */
@@ -287,9 +295,10 @@ int ctl_status_init(struct ctl_app *a);
 void ctl_status_release(struct ctl_app *a);
 void ctl_metrics_declare(struct metrics *m);
 /*
- * The end of a pass: `report` (NULL when the pass failed before one),
- * whether it acted on drift, its error (NULL: success) and duration.
+ * The last drift report kept in st, as JSON (new reference; null when
+ * there is none). Status lock held.
  */
+json_t *ctl_status_report(const struct ctl_status *st);
 /*
  * An App's first pass after a start: what its status says (since when
  * fields and the app differ, history) is read back, once.
@@ -299,6 +308,10 @@ void ctl_status_seed(struct controller *c, struct ctl_app *a);
 void ctl_report_object_name(const json_t *o, struct buf *out);
 /* A pass that did not run: it waits for a dependency (`why`). */
 void ctl_status_waiting(struct ctl_app *a, const char *why);
+/*
+ * The end of a pass: `report` (NULL when the pass failed before one),
+ * whether it acted on drift, its error (NULL: success) and duration.
+ */
 void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		     const struct diff_report *report,
 		     const struct app_health *health,

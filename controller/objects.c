@@ -462,8 +462,12 @@ static json_t *status_of(struct ctl_app *a, const json_t *live,
 		clk_rfc3339_format(st->drift_since, t);
 		json_object_set_new(status, "driftSince", json_string(t));
 	}
-	if (status && st->report)
-		add_fields(status, st->report);
+	if (status && st->report_z) {
+		json_t *report = ctl_status_report(st);
+
+		add_fields(status, report);
+		json_decref(report);
+	}
 	buf_release(&smsg);
 	buf_release(&rmsg);
 	return status;

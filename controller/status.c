@@ -14,6 +14,8 @@
 #include "controller/internal.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/json.h"
+#include "util/zpack.h"
 
 #include "util/banned.h" /* last */
 
@@ -108,7 +110,7 @@ void ctl_status_release(struct ctl_app *a)
 {
 	free(a->st.error);
 	free(a->st.source_error);
-	json_decref(a->st.report);
+	free(a->st.report_z);
 	json_decref(a->st.health_doc);
 	json_decref(a->st.first_seen);
 	json_decref(a->st.foreign_notes);
@@ -116,7 +118,7 @@ void ctl_status_release(struct ctl_app *a)
 	json_decref(a->st.events);
 	json_decref(a->st.health_counts);
 	json_decref(a->st.seed_first_seen);
-	free(a->st.diff);
+	free(a->st.diff_z);
 	pthread_mutex_destroy(&a->st_lock);
 }
 
@@ -418,6 +420,17 @@ out:
 	buf_release(&msg);
 }
 
+/* rj as compact text, deflated (malloc'd, *len bytes), or NULL. */
+static unsigned char *pack_json(const json_t *rj, size_t *len)
+{
+	char *dump = rj ? json_dumps(rj, JSON_COMPACT | JSON_PRESERVE_ORDER)
+			: NULL;
+	unsigned char *z = dump ? zpack(dump, strlen(dump), len) : NULL;
+
+	free(dump);
+	return z;
+}
+
 /* The largest text diff kept for the status API and the browser view. */
 #define DIFF_TEXT_MAX (256u << 10)
 
@@ -437,6 +450,8 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	time_t now = time(NULL);
 	bool health_changed = false, health_was_known;
 	struct buf text = BUF_INIT;
+	unsigned char *diff_z = NULL;
+	size_t diff_zlen = 0;
 
 	ctl_status_seed(c, a);
 	if (report && diff_report_to_text(report, false, &text) == 0 &&
@@ -444,6 +459,8 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		buf_truncate(&text, utf8_cut(text.ptr, text.len, DIFF_TEXT_MAX));
 		buf_adds(&text, "\n... (cut: the diff is longer)\n");
 	}
+	if (text.len)
+		diff_z = zpack(text.ptr, text.len, &diff_zlen);
 	pthread_mutex_lock(&a->st_lock);
 	health_was_known = a->st.health_known;
 	a->st.ran = true;
@@ -459,11 +476,12 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 		stamp_first_seen(a, rj, now);
 		json_decref(a->st.seed_first_seen);
 		a->st.seed_first_seen = NULL;
-		json_decref(a->st.report);
-		a->st.report = rj;
-		rj = NULL;
-		free(a->st.diff);
-		a->st.diff = text.len ? buf_detach(&text, NULL) : NULL;
+		free(a->st.report_z);
+		a->st.report_z = pack_json(rj, &a->st.report_zlen);
+		free(a->st.diff_z);
+		a->st.diff_z = diff_z;
+		a->st.diff_zlen = diff_zlen;
+		diff_z = NULL;
 	}
 	a->st.fail_reason = error ? a->fail_reason : NULL;
 	memcpy(a->st.attempted, a->seen[0] ? a->seen : a->commit,
@@ -519,6 +537,7 @@ void ctl_status_pass(struct controller *c, struct ctl_app *a,
 	}
 	pthread_mutex_unlock(&a->st_lock);
 	json_decref(rj);
+	free(diff_z);
 	buf_release(&text);
 	if (a->spec->object_ns)
 		ctl_objects_status(c, a, NULL);
@@ -648,6 +667,29 @@ json_t *controller_apps_json(struct controller *c)
 	return doc;
 }
 
+json_t *ctl_status_report(const struct ctl_status *st)
+{
+	size_t len = 0;
+	char *text = st->report_z
+			     ? zunpack(st->report_z, st->report_zlen, &len)
+			     : NULL;
+	json_t *j = text ? fastjson_load(text, len, NULL, NULL) : NULL;
+
+	free(text);
+	return j ? j : json_null();
+}
+
+/* A kept text diff back as a JSON string; null when none. */
+static json_t *unpack_string(const unsigned char *z, size_t n)
+{
+	size_t len = 0;
+	char *text = z ? zunpack(z, n, &len) : NULL;
+	json_t *j = text ? json_stringn(text, len) : NULL;
+
+	free(text);
+	return j ? j : json_null();
+}
+
 json_t *controller_app_json(struct controller *c, const char *name)
 {
 	json_t *doc = NULL;
@@ -665,9 +707,8 @@ json_t *controller_app_json(struct controller *c, const char *name)
 			json_object_set_new(doc, "kind", json_string("App"));
 			json_object_set_new(doc, "leader",
 					    json_boolean(c->leading));
-			json_object_set(doc, "report",
-					a->st.report ? a->st.report
-						     : json_null());
+			json_object_set_new(doc, "report",
+					    ctl_status_report(&a->st));
 			if (a->st.health_doc)
 				json_object_set(doc, "health",
 						a->st.health_doc);
@@ -684,9 +725,8 @@ json_t *controller_app_json(struct controller *c, const char *name)
 						  a->spec->object_ns, "name",
 						  a->spec->name));
 			json_object_set_new(doc, "diff",
-					    a->st.diff
-						    ? json_string(a->st.diff)
-						    : json_null());
+					    unpack_string(a->st.diff_z,
+							  a->st.diff_zlen));
 		}
 		pthread_mutex_unlock(&a->st_lock);
 	}

@@ -9,14 +9,13 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "kube/kube.h"
 #include "util/json.h"
+#include "util/zpack.h"
 
 #include "util/banned.h" /* last */
 
@@ -144,24 +143,14 @@ static const char *rv_of(const json_t *obj)
  * Stored objects are compact JSON text, deflated (zlib, fastest level):
  * the cache is most of a controller's memory, and Kubernetes objects --
  * keys repeated, managedFields mirroring the fields -- deflate well. A
- * stored value is a JSON string of bytes (not text): the text's length
- * in 4 bytes, little-endian, then the zlib stream.
+ * stored value is a JSON string of bytes (not text): what zpack() makes.
  */
-#define PACK_HEADER 4
-
 static json_t *pack(const char *text, size_t len)
 {
-	uLongf room = compressBound((uLong)len);
-	unsigned char *b;
-	json_t *v = NULL;
+	size_t n = 0;
+	unsigned char *b = zpack(text, len, &n);
+	json_t *v = b ? json_stringn_nocheck((const char *)b, n) : NULL;
 
-	if (len > UINT32_MAX || !(b = malloc(PACK_HEADER + room)))
-		return NULL;
-	for (int i = 0; i < PACK_HEADER; i++)
-		b[i] = (unsigned char)(len >> (8 * i));
-	if (compress2(b + PACK_HEADER, &room, (const Bytef *)text, (uLong)len,
-		      Z_BEST_SPEED) == Z_OK)
-		v = json_stringn_nocheck((const char *)b, PACK_HEADER + room);
 	free(b);
 	return v;
 }
@@ -169,22 +158,11 @@ static json_t *pack(const char *text, size_t len)
 /* An object parsed back from its stored value (new reference or NULL). */
 static json_t *parse(const json_t *stored)
 {
-	const unsigned char *b =
-		(const unsigned char *)json_string_value(stored);
-	size_t n = json_string_length(stored);
-	uLongf len = 0;
-	json_t *obj = NULL;
-	char *text;
+	size_t len = 0;
+	char *text = zunpack((const unsigned char *)json_string_value(stored),
+			     json_string_length(stored), &len);
+	json_t *obj = text ? fastjson_load(text, len, NULL, NULL) : NULL;
 
-	if (n < PACK_HEADER)
-		return NULL;
-	for (int i = 0; i < PACK_HEADER; i++)
-		len |= (uLongf)b[i] << (8 * i);
-	if (!(text = malloc(len + 1)))
-		return NULL;
-	if (uncompress((Bytef *)text, &len, b + PACK_HEADER,
-		       (uLong)(n - PACK_HEADER)) == Z_OK)
-		obj = fastjson_load(text, len, NULL, NULL);
 	free(text);
 	return obj;
 }
