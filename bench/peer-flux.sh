@@ -43,6 +43,10 @@ die() {
 	echo "bench/peer-flux.sh: $*" >&2
 	exit 1
 }
+# The hand edit goes to o-003, the second ConfigMap, which the commit
+# (it changes o-000) leaves alone: an app needs at least 4 objects.
+[ "$APPS" -ge 1 ] && [ "$PER" -ge 4 ] ||
+	die "APPS must be at least 1 and PER at least 4 (APPS=$APPS PER=$PER)"
 [ -x "$SYNCD" ] || make -s BUILD="$BUILD" "$SYNCD"
 for tool in curl jq git lighttpd; do
 	command -v "$tool" >/dev/null || die "$tool is required"
