@@ -53,7 +53,13 @@ struct sync {
 	struct buf name;
 	bool *done; /* per report object: applied (or failed) already */
 	bool *gone; /* per live object: pruned */
-	json_t **stored; /* per report object: what its apply stored */
+	/*
+	 * Per report object: the health of what its apply stored, taken
+	 * then (stored_known), for the wave's health; the object itself is
+	 * not kept (10,000 applied objects would be held to the end).
+	 */
+	struct health *stored;
+	bool *stored_known;
 	bool *prune_seen;	 /* per report object: prune looked at it */
 	bool crd_applied;
 	/* Some object other than compare: ignore ones is written. */
@@ -63,6 +69,14 @@ struct sync {
 	bool canceled;
 	struct err cancel;
 };
+
+/* Keep the health of obj, report object i's stored object, for its wave. */
+static void keep_health(struct sync *s, size_t i, const json_t *obj)
+{
+	health_release(&s->stored[i]);
+	health_of(&s->stored[i], obj, s->opts->health_rules);
+	s->stored_known[i] = true;
+}
 
 static enum phase phase_of(struct sync *s, const struct diff_key *k)
 {
@@ -298,9 +312,9 @@ static int apply_one(struct sync *s, const struct diff_object_report *r)
 	}
 	if (rc >= 0 && stored && s->opts->applied)
 		s->opts->applied(&r->key, stored, s->opts->applied_ctx);
-	/* Kept for the wave's health (apply_one's caller frees it). */
+	/* Its health, for the wave's (apply_one's caller frees it). */
 	if (rc >= 0 && stored)
-		s->stored[r - s->report->objects] = json_incref(stored);
+		keep_health(s, (size_t)(r - s->report->objects), stored);
 	json_decref(stored);
 	if (rc == ERR_CANCELED) {
 		s->canceled = true;
@@ -720,12 +734,15 @@ static long unhealthy_in_wave(struct sync *s, long w, bool fresh,
 		if (fresh && (kr = app_resource_of(s->app, &r->key)) &&
 		    kube_get(s->app->client, kr, r->key.ns, r->key.name, &got,
 			     NULL) == 0) {
-			json_decref(s->stored[i]);
-			s->stored[i] = got;
+			keep_health(s, i, got);
+			json_decref(got);
 		}
-		if (s->stored[i])
-			health_of(h, s->stored[i], s->opts->health_rules);
-		else
+		if (s->stored_known[i]) {
+			h->state = s->stored[i].state;
+			h->reason = s->stored[i].reason
+					    ? strdup(s->stored[i].reason)
+					    : NULL;
+		} else
 			app_live_health(s->app, &r->key, s->opts->health_rules,
 					h);
 		if (h->state != HEALTH_HEALTHY)
@@ -818,16 +835,22 @@ int app_sync(struct app *app, const struct diff_report *report,
 	     const struct app_sync_options *opts, struct app_sync_result *res,
 	     struct err *err)
 {
-	struct sync s = {app,	   report, desired, opts,    res,
-			 BUF_INIT, NULL,   NULL,    NULL,    NULL,
-			 false,	   false,  false,   ERR_INIT};
+	struct sync s = {.app = app,
+			 .report = report,
+			 .desired = desired,
+			 .opts = opts,
+			 .res = res,
+			 .name = BUF_INIT,
+			 .cancel = ERR_INIT};
 	int error = 0;
 
 	s.done = calloc(report->len + 1, sizeof(*s.done));
 	s.gone = calloc(app->live.len + 1, sizeof(*s.gone));
 	s.stored = calloc(report->len + 1, sizeof(*s.stored));
+	s.stored_known = calloc(report->len + 1, sizeof(*s.stored_known));
 	s.prune_seen = calloc(report->len + 1, sizeof(*s.prune_seen));
-	if (!s.done || !s.gone || !s.stored || !s.prune_seen) {
+	if (!s.done || !s.gone || !s.stored || !s.stored_known ||
+	    !s.prune_seen) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -863,8 +886,9 @@ out:
 				err_first(&s.cancel));
 	err_release(&s.cancel);
 	for (size_t i = 0; s.stored && i < report->len; i++)
-		json_decref(s.stored[i]);
+		health_release(&s.stored[i]);
 	free(s.stored);
+	free(s.stored_known);
 	free(s.prune_seen);
 	free(s.done);
 	free(s.gone);

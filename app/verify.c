@@ -139,10 +139,16 @@ int app_verify(struct app *app, struct diff_report *report,
 	json_t *next = json_object(), *none = NULL;
 	struct buf key = BUF_INIT, name = BUF_INIT;
 	struct app_verify_stats unused;
+	/*
+	 * Without a memo nothing is remembered, not even during this call:
+	 * a one-shot sync of 10,000 drifted objects would otherwise hold
+	 * every dry-run object until the end (80 MB at that size).
+	 */
+	bool keep = memo != NULL;
 	int error = 0, r;
 
 	if (!memo)
-		memo = &none; /* nothing remembered past this call */
+		memo = &none;
 	if (!st)
 		st = &unused;
 	memset(st, 0, sizeof(*st));
@@ -162,8 +168,10 @@ int app_verify(struct app *app, struct diff_report *report,
 		    !(l = diff_objset_get(&app->live, &o->key)))
 			continue;
 		st->candidates++;
-		if ((r = memo_key(o, d->json, l->json, opts, &key)) ==
-		    ERR_NOMEM) {
+		if (!keep)
+			r = ERR_NOTFOUND;
+		else if ((r = memo_key(o, d->json, l->json, opts, &key)) ==
+			 ERR_NOMEM) {
 			error = err_set(err, r, "out of memory");
 			break;
 		}

@@ -147,11 +147,15 @@ change() { # NAME REV [SYNC-FLAGS...]: sets applied, rate
 	gen "$rev"
 	timed "$name" 0 -- "$SYNCD" sync "$app" "${kc[@]}" -n bench-0 \
 		--app "$APP" "$@"
-	applied=$(count "$out/stats-$name.json" \
+	# The objects written, as syncd counts them: the server's PATCHes
+	# also count the dry runs confirming each drift (one per object).
+	applied=$(sed -n 's/^\([0-9][0-9]*\) applied, .*/\1/p' \
+		"$out/$name.out" | tail -n 1)
+	patches=$(count "$out/stats-$name.json" \
 		'.verb == "patch" and .code == 200')
-	if [ "$applied" -lt "$OBJECTS" ]; then
-		echo "$name: sync of changed objects applied $applied of" \
-			"$OBJECTS" >&2
+	if [ "${applied:-0}" -lt "$OBJECTS" ] || [ "$patches" -lt "$applied" ]; then
+		echo "$name: sync of changed objects applied ${applied:-0} of" \
+			"$OBJECTS ($patches PATCHes answered 200)" >&2
 		exit 1
 	fi
 	rate=$(awk -v n="$applied" -v t="$wall" \
@@ -159,6 +163,7 @@ change() { # NAME REV [SYNC-FLAGS...]: sets applied, rate
 }
 change sync-change 2
 s_wall=$wall s_rss=$rss s_reqs=$reqs s_applied=$applied s_rate=$rate
+s_patches=$patches
 change sync-change-fast 3 "${fast[@]}"
 f_wall=$wall f_rss=$rss f_reqs=$reqs f_applied=$applied f_rate=$rate
 
@@ -181,6 +186,8 @@ printf '%-34s %10s %10s %12s\n' "syncd sync ($s_applied changed)" \
 printf '%-34s %10s %10s %12s\n' "syncd sync --qps/--burst 5000" \
 	"$f_reqs" "$f_wall" "$f_rss"
 echo "  syncd diff: $d_lists LISTs"
+echo "  syncd sync: $s_patches PATCHes for $s_applied objects written" \
+	"(a dry run confirming each drift, then its apply)"
 echo "  syncd sync: $s_rate applies/s with the default client rate limit" \
 	"(50 QPS, which bounds it); $f_rate applies/s with --qps 5000 --burst 5000"
 echo

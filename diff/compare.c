@@ -1555,7 +1555,8 @@ int diff_compare_sensitive(struct diff_object_report *out,
 		if (opts->policy != DIFF_POLICY_REPORT &&
 		    !(out->apply = json_deep_copy(desired)))
 			goto nomem;
-		if (!(out->desired_view =
+		if (!opts->no_views &&
+		    !(out->desired_view =
 			      strip_view(desired, opts, c.secret, sensitive)))
 			goto nomem;
 		goto out;
@@ -1691,7 +1692,7 @@ int diff_compare_sensitive(struct diff_object_report *out,
 		}
 	}
 
-	if (out->state != DIFF_IN_SYNC) {
+	if (out->state != DIFF_IN_SYNC && !opts->no_views) {
 		/* Both views masked before merging: no Secret value leaks. */
 		json_t *dv = strip_view(desired, opts, c.secret, sensitive);
 
@@ -1808,7 +1809,7 @@ int diff_orphan_object(struct diff_object_report *out, const json_t *live,
 
 	memset(out, 0, sizeof(*out));
 	out->state = DIFF_ORPHAN;
-	if ((error = fill_identity(out, live, err)) < 0)
+	if ((error = fill_identity(out, live, err)) < 0 || opts->no_views)
 		goto out;
 	out->live_view = strip_view(live, opts,
 				    !*out->key.group &&

@@ -619,6 +619,8 @@ static int diff_main(int argc, char **argv)
 		goto out;
 	}
 
+	/* The JSON report has no YAML diff: its two sides are not made. */
+	opts.no_views = json;
 	if (npeople)
 		opts.person_managers = people;
 	if (ncontrollers)

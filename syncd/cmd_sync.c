@@ -429,6 +429,7 @@ static int sync_main(int argc, char **argv)
 	/* A wave waits for the one before it as --wait would. */
 	so.wave_wait_ms = timeout_ms;
 	dopts.policy = capp.spec.foreign_fields;
+	dopts.no_views = true; /* sync prints what it writes, not a diff */
 	if (app_spec_set(&capp.spec, &capp.spec.name, name) < 0 ||
 	    app_spec_set(&capp.spec, &capp.spec.namespace, ns) < 0) {
 		fprintf(stderr, "error: out of memory\n");
