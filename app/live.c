@@ -71,8 +71,7 @@ void app_live_health(const struct app *app, const struct diff_key *key,
 		health_of(out, o->json, rules);
 		return;
 	}
-	out->state = app->settled_health[i].state;
-	out->reason = strdup(app->settled_health[i].reason);
+	health_copy(out, &app->settled_health[i]);
 }
 
 static void forget_live(struct app *app, size_t len)

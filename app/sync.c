@@ -58,7 +58,7 @@ struct sync {
 	 * then (stored_known), for the wave's health; the object itself is
 	 * not kept (10,000 applied objects would be held to the end).
 	 */
-	struct health *stored;
+	struct health *stored_health;
 	bool *stored_known;
 	bool *prune_seen;	 /* per report object: prune looked at it */
 	bool crd_applied;
@@ -73,8 +73,8 @@ struct sync {
 /* Keep the health of obj, report object i's stored object, for its wave. */
 static void keep_health(struct sync *s, size_t i, const json_t *obj)
 {
-	health_release(&s->stored[i]);
-	health_of(&s->stored[i], obj, s->opts->health_rules);
+	health_release(&s->stored_health[i]);
+	health_of(&s->stored_health[i], obj, s->opts->health_rules);
 	s->stored_known[i] = true;
 }
 
@@ -737,12 +737,9 @@ static long unhealthy_in_wave(struct sync *s, long w, bool fresh,
 			keep_health(s, i, got);
 			json_decref(got);
 		}
-		if (s->stored_known[i]) {
-			h->state = s->stored[i].state;
-			h->reason = s->stored[i].reason
-					    ? strdup(s->stored[i].reason)
-					    : NULL;
-		} else
+		if (s->stored_known[i])
+			health_copy(h, &s->stored_health[i]);
+		else
 			app_live_health(s->app, &r->key, s->opts->health_rules,
 					h);
 		if (h->state != HEALTH_HEALTHY)
@@ -846,10 +843,10 @@ int app_sync(struct app *app, const struct diff_report *report,
 
 	s.done = calloc(report->len + 1, sizeof(*s.done));
 	s.gone = calloc(app->live.len + 1, sizeof(*s.gone));
-	s.stored = calloc(report->len + 1, sizeof(*s.stored));
+	s.stored_health = calloc(report->len + 1, sizeof(*s.stored_health));
 	s.stored_known = calloc(report->len + 1, sizeof(*s.stored_known));
 	s.prune_seen = calloc(report->len + 1, sizeof(*s.prune_seen));
-	if (!s.done || !s.gone || !s.stored || !s.stored_known ||
+	if (!s.done || !s.gone || !s.stored_health || !s.stored_known ||
 	    !s.prune_seen) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
@@ -885,9 +882,9 @@ out:
 		error = err_set(err, ERR_CANCELED, "sync stopped: %s",
 				err_first(&s.cancel));
 	err_release(&s.cancel);
-	for (size_t i = 0; s.stored && i < report->len; i++)
-		health_release(&s.stored[i]);
-	free(s.stored);
+	for (size_t i = 0; s.stored_health && i < report->len; i++)
+		health_release(&s.stored_health[i]);
+	free(s.stored_health);
 	free(s.stored_known);
 	free(s.prune_seen);
 	free(s.done);

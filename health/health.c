@@ -55,6 +55,12 @@ void health_release(struct health *h)
 	h->reason = NULL;
 }
 
+void health_copy(struct health *out, const struct health *h)
+{
+	out->state = h->state;
+	out->reason = h->reason ? strdup(h->reason) : NULL;
+}
+
 /*
  * Kinds whose objects have no status to wait for (configuration, policy,
  * RBAC), or only an informative one (ResourceQuota's usage): Healthy as

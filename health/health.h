@@ -75,6 +75,12 @@ struct health {
 void health_release(struct health *h);
 
 /*
+ * *out (not holding a reason) becomes a copy of *h; out of memory, the
+ * copy has no reason, as health_of() leaves it then.
+ */
+void health_copy(struct health *out, const struct health *h);
+
+/*
  * Per-kind rules from the configuration file (docs/health.md, "Rules for
  * other kinds"): for one group and kind, the conditions and status fields
  * that decide, and what their values mean.

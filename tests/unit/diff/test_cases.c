@@ -155,6 +155,35 @@ static void settled_same(const char *name, const struct diff_objset *desired,
 	err_release(&err);
 }
 
+/*
+ * diff_options.no_views: the same report, without the YAML diff's two
+ * sides (syncd sync and JSON output never show them).
+ */
+static void no_views_same(const char *name, const struct diff_objset *desired,
+			  const struct diff_objset *live,
+			  const struct diff_schemas *reg,
+			  const struct diff_options *opts, const json_t *want_json)
+{
+	struct diff_options o = *opts;
+	struct diff_report *got = NULL;
+	struct err err = ERR_INIT;
+	json_t *got_json;
+
+	o.no_views = true;
+	cr_assert_eq(diff_compare(&got, desired, live, reg, &o, NULL, &err), 0,
+		     "%s: %s", name, err_msg(&err));
+	for (size_t i = 0; i < got->len; i++)
+		cr_assert(!got->objects[i].live_view &&
+				  !got->objects[i].desired_view,
+			  "%s: object %zu has a view with no_views", name, i);
+	got_json = report_json(got);
+	cr_assert(json_equal(got_json, (json_t *)want_json),
+		  "%s: no_views changed the report", name);
+	json_decref(got_json);
+	diff_report_free(got);
+	err_release(&err);
+}
+
 static void run_case(const char *name)
 {
 	char path[1024], desired_dir[1024], live_dir[1024];
@@ -222,6 +251,7 @@ static void run_case(const char *name)
 	actual = report_json(report);
 
 	settled_same(name, &desired, &live, reg, &opts, report, actual);
+	no_views_same(name, &desired, &live, reg, &opts, actual);
 
 	snprintf(path, sizeof(path), CASES "/%s/expected.json", name);
 	expected = load_json(path);
