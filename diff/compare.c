@@ -1279,6 +1279,34 @@ static bool own_entry_is(struct cmp *c, const struct diff_fieldset *set)
 			      set, json_object_get(own->entry, "fieldsV1"));
 }
 
+/*
+ * The fieldsV1 of our one Apply entry for the main resource, read from
+ * live's managedFields as they are (no manager loaded, no warning given,
+ * as own_entry_is() would find it); NULL when there is none or several.
+ */
+static const json_t *own_entry_fields(const struct cmp *c)
+{
+	const json_t *list = json_object_get(
+		json_object_get(c->live, "metadata"), "managedFields");
+	const json_t *e, *own = NULL;
+	size_t i;
+
+	json_array_foreach (list, i, e) {
+		const char *name = json_string_value(json_object_get(e, "manager"));
+		const char *op = json_string_value(json_object_get(e, "operation"));
+		const char *sub = json_string_value(json_object_get(e, "subresource"));
+
+		if (!json_is_object(e) || !name || !op ||
+		    strcmp(name, c->field_manager) || strcmp(op, "Apply") ||
+		    (sub && *sub))
+			continue;
+		if (own)
+			return NULL; /* several: their union is needed */
+		own = e;
+	}
+	return own ? json_object_get(own, "fieldsV1") : NULL;
+}
+
 /* --- JSON pointers (ignore rules) --- */
 
 static char *pointer_token(const char **p)
@@ -1525,6 +1553,7 @@ int diff_compare_sensitive(struct diff_object_report *out,
 	struct diff_fieldset *desired_set = NULL, *own_union = NULL;
 	struct diff_fieldset *want = NULL;
 	const struct diff_fieldset *own = NULL;
+	const json_t *own_fields;
 	bool own_is_desired;
 	json_t *compared = NULL, *apply = NULL;
 	const char **ptrs = NULL;
@@ -1546,7 +1575,21 @@ int diff_compare_sensitive(struct diff_object_report *out,
 	c.root_schema = diff_schemas_lookup(reg, out->key.group, out->key.kind);
 	c.typed = diff_schemas_typed(reg, out->key.group, out->key.kind);
 
-	if ((error = diff_fieldset_of_object(&desired_set, desired,
+	/*
+	 * What we declare, as a field set. Usually it is what we own, the
+	 * entry the server wrote for our last apply: one walk looking each
+	 * field up in that entry says so, and no set is built.
+	 */
+	own_is_desired = false;
+	if (live && (own_fields = own_entry_fields(&c))) {
+		if ((error = diff_fieldset_of_object_is(desired, c.root_schema,
+							own_fields, err)) < 0)
+			goto out;
+		own_is_desired = error == 1;
+		error = 0;
+	}
+	if (!own_is_desired &&
+	    (error = diff_fieldset_of_object(&desired_set, desired,
 					     c.root_schema, err)) < 0)
 		goto out;
 
@@ -1603,9 +1646,12 @@ int diff_compare_sensitive(struct diff_object_report *out,
 	/*
 	 * Fields we applied before and no longer declare. Usually what we
 	 * own is exactly what we declare, written by the server from the
-	 * same set: one look-up walk says so, without parsing our entry.
+	 * same set: known above, or by one look-up walk of the set,
+	 * without parsing our entry.
 	 */
-	if (own_entry_is(&c, desired_set)) {
+	if (own_is_desired) {
+		/* own stays NULL: the set was not built (see below) */
+	} else if (own_entry_is(&c, desired_set)) {
 		own = desired_set;
 		own_is_desired = true;
 	} else {
@@ -1678,6 +1724,15 @@ int diff_compare_sensitive(struct diff_object_report *out,
 							     c.root_schema,
 							     err)) < 0)
 				goto out;
+		}
+		/* Known equal to ours without the set: built now. */
+		if (want && own_is_desired && !own) {
+			if ((error = diff_fieldset_of_object(&desired_set,
+							     desired,
+							     c.root_schema,
+							     err)) < 0)
+				goto out;
+			own = desired_set;
 		}
 		/* Apply when something heals or our ownership is not right. */
 		same = want ? own && diff_fieldset_equal(own, want)

@@ -419,6 +419,19 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 			    const struct diff_schema *schema, struct err *err);
 
 /*
+ * 1 when diff_fieldset_of_object() would give exactly the set fields_v1
+ * holds, known without building the set (each member of obj is looked up
+ * in fields_v1, and none of fields_v1's is left over): the common check
+ * of an applier's own entry against what it declares now. 0 when not, or
+ * when fields_v1 is not written as the server writes fieldsV1 (a k: not
+ * in canonical form, a malformed node): diff_fieldset_parse() must tell.
+ * Errors are diff_fieldset_of_object()'s for obj, reported alike.
+ */
+int diff_fieldset_of_object_is(const json_t *obj,
+			       const struct diff_schema *schema,
+			       const json_t *fields_v1, struct err *err);
+
+/*
  * ---------------------------------------------------------------------
  * Values
  * ---------------------------------------------------------------------

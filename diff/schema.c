@@ -1343,7 +1343,22 @@ struct walk {
 	struct diff_pe *pe;   /* the current path, MAX_PATH_DEPTH long */
 	size_t depth;
 	struct err *err;
+	/*
+	 * Match mode (set NULL, fv[0] a fieldsV1 object): each member is
+	 * looked up in the fieldsV1 text instead of inserted. fv[i] is
+	 * the fieldsV1 node of pe[0..i), valid for i <= resolved; a
+	 * member is resolved only when inserted (a path may hold none).
+	 * `matched` counts the members found, `last` the last one (a
+	 * path is inserted twice only right after itself).
+	 */
+	const json_t **fv;
+	size_t resolved, matched;
+	const json_t *last;
+	struct buf key;
 };
+
+/* Match mode: the walk's object has a member the fieldsV1 has not. */
+#define WALK_DIFFERS (-1000)
 
 static int walk_fail(struct walk *w, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -1371,16 +1386,66 @@ static int walk_push(struct walk *w, enum diff_pe_type type, const char *text)
 {
 	if (w->depth == MAX_PATH_DEPTH)
 		return walk_fail(w, ERR_LIMIT, "object nested too deeply");
+	if (w->resolved > w->depth)
+		w->resolved = w->depth;
 	w->pe[w->depth].type = type;
 	w->pe[w->depth].text = text;
 	w->depth++;
 	return 0;
 }
 
+/*
+ * True when a fieldsV1 node is a member: {}, or "." first ({".":{},...}),
+ * as the server writes it (fields_members() refuses "." anywhere else).
+ */
+static bool fields_member(const json_t *node)
+{
+	void *it;
+
+	return !json_object_size(node) ||
+	       ((it = json_object_iter((json_t *)node)) &&
+		!strcmp(json_object_iter_key(it), "."));
+}
+
+/* Match mode's insert: the member's node in the fieldsV1, counted once. */
+static int walk_match(struct walk *w)
+{
+	static const char prefix[][3] = {"f:", "k:", "v:", "i:"};
+	const json_t *node;
+
+	if (!w->depth)
+		return WALK_DIFFERS; /* the root is never one of ours */
+	if (w->resolved > w->depth)
+		w->resolved = w->depth;
+	for (size_t i = w->resolved; i < w->depth; i++) {
+		buf_truncate(&w->key, 0);
+		if (buf_add(&w->key, prefix[w->pe[i].type], 2) < 0 ||
+		    buf_adds(&w->key, w->pe[i].text) < 0)
+			return walk_fail(w, ERR_NOMEM, "out of memory");
+		node = json_object_getn(w->fv[i], w->key.ptr, w->key.len);
+		if (!json_is_object(node))
+			return WALK_DIFFERS;
+		w->fv[i + 1] = node;
+		w->resolved = i + 1;
+	}
+	node = w->fv[w->depth];
+	if (!fields_member(node))
+		return WALK_DIFFERS;
+	if (node != w->last) {
+		w->last = node;
+		w->matched++;
+	}
+	return 0;
+}
+
 static int walk_insert(struct walk *w)
 {
 	struct diff_path p = {w->pe, w->depth};
-	int error = diff_fieldset_insert(w->set, &p);
+	int error;
+
+	if (!w->set)
+		return walk_match(w);
+	error = diff_fieldset_insert(w->set, &p);
 
 	if (error < 0)
 		return walk_fail(w, error, "cannot add to the field set");
@@ -1762,7 +1827,7 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 	static const char *const type_meta[] = {"apiVersion", "kind",
 						"status", NULL};
 	struct diff_pe path[MAX_PATH_DEPTH];
-	struct walk w = {NULL, path, 0, err};
+	struct walk w = {NULL, path, 0, err, NULL, 0, 0, NULL, BUF_INIT};
 	int error = 0;
 
 	*out = NULL;
@@ -1786,6 +1851,73 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 out:
 	diff_fieldset_free(w.set);
 	return error < 0 ? error : 0;
+}
+
+/*
+ * The members of a fieldsV1 node below it, when it is written as the
+ * server writes it: every key but "." an element (f:, k:, v:, i:) with an
+ * object value, "." only as {} in a node with other keys, every leaf {}.
+ * -1 for anything else (the caller then parses it).
+ */
+static long fields_members(const json_t *node, size_t depth)
+{
+	long n = 0, below;
+	bool first = true;
+
+	if (depth > MAX_PATH_DEPTH)
+		return -1;
+	/* Not json_object_foreach(): it looks each key up again. */
+	for (void *it = json_object_iter((json_t *)node); it;
+	     it = json_object_iter_next((json_t *)node, it), first = false) {
+		const char *k = json_object_iter_key(it);
+		const json_t *v = json_object_iter_value(it);
+
+		if (!strcmp(k, ".")) {
+			if (!first || !json_is_object(v) ||
+			    json_object_size(v) || json_object_size(node) < 2)
+				return -1;
+			continue;
+		}
+		if ((k[0] != 'f' && k[0] != 'k' && k[0] != 'v' &&
+		     k[0] != 'i') || k[1] != ':' || !json_is_object(v) ||
+		    (below = fields_members(v, depth + 1)) < 0)
+			return -1;
+		n += below + fields_member(v);
+	}
+	return n;
+}
+
+int diff_fieldset_of_object_is(const json_t *obj,
+			       const struct diff_schema *schema,
+			       const json_t *fields_v1, struct err *err)
+{
+	static const char *const type_meta[] = {"apiVersion", "kind",
+						"status", NULL};
+	struct diff_pe path[MAX_PATH_DEPTH];
+	const json_t *fv[MAX_PATH_DEPTH + 1];
+	struct walk w = {NULL, path, 0, err, fv, 0, 0, NULL, BUF_INIT};
+	long members;
+	int error;
+
+	if (!json_is_object(obj))
+		return err_set(err, ERR_INVALID, "not an object");
+	if (!json_is_object(fields_v1) ||
+	    json_object_get(fields_v1, ".") ||
+	    (members = fields_members(fields_v1, 0)) < 0)
+		return 0;
+	if (!schema)
+		schema = &default_node;
+	fv[0] = fields_v1;
+	if (diff_schema_type_of(schema, obj) == DIFF_SCHEMA_GRANULAR)
+		error = walk_object(&w, schema, obj, type_meta);
+	else
+		error = walk_node(&w, schema, obj);
+	buf_release(&w.key);
+	if (error == WALK_DIFFERS)
+		return 0;
+	if (error < 0)
+		return error;
+	return w.matched == (size_t)members;
 }
 
 const json_t *diff_schema_openapi(const struct diff_schema *s)

@@ -92,6 +92,93 @@ static void assert_keys(const struct diff_schema *s, const char *want)
 }
 
 /* The fieldsV1 of `object` under the schema of its group/kind. */
+/*
+ * diff_fieldset_of_object_is() on an object whose set is `fields`
+ * (diff_fieldset_to_json()): 1 for it, 0 for it with any one member less
+ * (a leaf dropped, or a "." dropped from a node with children) or one
+ * more.
+ */
+static int check_is(const json_t *obj, const struct diff_schema *schema,
+		    const json_t *fields)
+{
+	struct err err = ERR_INIT;
+	int r = diff_fieldset_of_object_is(obj, schema, fields, &err);
+
+	cr_assert_geq(r, 0, "%s", err_msg(&err));
+	err_release(&err);
+	return r;
+}
+
+/*
+ * Every member of `node` and below dropped in turn (a leaf, or a "."),
+ * each leaf moved one level deeper, then one member added: each is no longer the object's set. Put back as the
+ * server writes it ("." first), so that `root` ends as it began.
+ */
+static void each_node(const json_t *obj, const struct diff_schema *schema,
+		      json_t *root, json_t *node, size_t *edits)
+{
+	size_t n = json_object_size(node), i = 0;
+	char **keys = calloc(n ? n : 1, sizeof(*keys));
+	const char *k;
+	json_t *v;
+
+	json_object_foreach (node, k, v)
+		keys[i++] = strdup(k);
+	for (i = 0; i < n; i++) {
+		json_t *keep = json_incref(json_object_get(node, keys[i]));
+
+		if (!strcmp(keys[i], ".") || !json_object_size(keep)) {
+			json_t *rest;
+
+			json_object_del(node, keys[i]);
+			cr_assert_eq(check_is(obj, schema, root), 0,
+				     "without %s", keys[i]);
+			(*edits)++;
+			if (strcmp(keys[i], ".")) {
+				/* as many members, one of them deeper */
+				json_object_set_new(
+					node, keys[i],
+					json_pack("{s{}}", "f:zz-deeper"));
+				cr_assert_eq(check_is(obj, schema, root), 0,
+					     "with %s deeper", keys[i]);
+				json_object_del(node, keys[i]);
+			}
+			rest = json_deep_copy(node);
+			json_object_clear(node);
+			if (!strcmp(keys[i], "."))
+				json_object_set(node, keys[i], keep);
+			json_object_update(node, rest);
+			if (strcmp(keys[i], "."))
+				json_object_set(node, keys[i], keep);
+			json_decref(rest);
+		} else {
+			each_node(obj, schema, root, keep, edits);
+		}
+		json_decref(keep);
+		free(keys[i]);
+	}
+	free(keys);
+	json_object_set_new(node, "f:zz-not-declared", json_object());
+	cr_assert_eq(check_is(obj, schema, root), 0, "with one member more");
+	json_object_del(node, "f:zz-not-declared");
+	(*edits)++;
+}
+
+static void fields_are_known(const json_t *obj,
+			     const struct diff_schema *schema,
+			     const json_t *fields)
+{
+	json_t *copy = json_deep_copy(fields);
+	size_t edits = 0;
+
+	cr_assert_eq(check_is(obj, schema, fields), 1);
+	each_node(obj, schema, copy, copy, &edits);
+	cr_assert(json_equal(copy, fields));
+	cr_assert_eq(check_is(obj, schema, copy), 1);
+	cr_assert_gt(edits, 0);
+	json_decref(copy);
+}
+
 static void assert_fields(struct diff_schemas *reg, const char *object,
 			  const char *want_text)
 {
@@ -114,6 +201,7 @@ static void assert_fields(struct diff_schemas *reg, const char *object,
 	g = dump(got);
 	w = dump(want);
 	cr_assert(json_equal(got, want), "fieldsV1\n got: %s\nwant: %s", g, w);
+	fields_are_known(obj, diff_schemas_lookup(reg, group, kind), got);
 	free(g);
 	free(w);
 	json_decref(got);
@@ -123,21 +211,36 @@ static void assert_fields(struct diff_schemas *reg, const char *object,
 	err_release(&err);
 }
 
-/* diff_fieldset_of_object fails with ERR_INVALID and exactly `msg`. */
+/* How many assert_fields_fail() calls the match walk failed alike. */
+static size_t failed_alike;
+
+/*
+ * diff_fieldset_of_object fails with ERR_INVALID and exactly `msg`; and
+ * diff_fieldset_of_object_is() against {} either fails the same way (the
+ * error comes before any member) or answers 0 (a member came first).
+ */
 static void assert_fields_fail(struct diff_schemas *reg, const char *group,
 			       const char *kind, const char *object,
 			       const char *msg)
 {
-	json_t *obj = J(object);
+	json_t *obj = J(object), *none = J("{}");
+	const struct diff_schema *schema = diff_schemas_lookup(reg, group, kind);
 	struct diff_fieldset *set = NULL;
 	struct err err = ERR_INIT;
+	int r;
 
-	cr_assert_eq(diff_fieldset_of_object(
-			     &set, obj, diff_schemas_lookup(reg, group, kind),
-			     &err),
+	cr_assert_eq(diff_fieldset_of_object(&set, obj, schema, &err),
 		     ERR_INVALID);
 	cr_assert_null(set);
 	cr_assert_str_eq(err_first(&err), msg);
+	err_release(&err);
+	r = diff_fieldset_of_object_is(obj, schema, none, &err);
+	if (r) {
+		cr_assert_eq(r, ERR_INVALID);
+		cr_assert_str_eq(err_first(&err), msg);
+		failed_alike++;
+	}
+	json_decref(none);
 	json_decref(obj);
 	err_release(&err);
 }
@@ -774,10 +877,15 @@ Test(schema, fieldset_errors)
 			   "{'metadata':{'finalizers':[['a']]}}",
 			   ".metadata.finalizers: element 0: not supported: "
 			   "associative list with lists as elements");
+	/* All but the Pod ports (its container's name comes first). */
+	cr_assert_eq(failed_alike, 9);
 
 	cr_assert_eq(diff_fieldset_of_object(&set, arr, NULL, &err),
 		     ERR_INVALID);
 	cr_assert_null(set);
+	err_release(&err);
+	cr_assert_eq(diff_fieldset_of_object_is(arr, NULL, arr, &err),
+		     ERR_INVALID);
 	json_decref(arr);
 	err_release(&err);
 	diff_schemas_free(reg);
