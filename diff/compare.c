@@ -1215,20 +1215,28 @@ static int removal_visit(const struct diff_path *p, void *data)
 }
 
 /*
+ * One of our Apply entries for the main resource? Read from the
+ * managedFields entry itself (own_entry_fields() has no managers loaded);
+ * a manager without a name is "", as load_managers() reads it.
+ */
+static bool own_apply_entry(const struct cmp *c, const json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "manager"));
+	const char *operation =
+		json_string_value(json_object_get(e, "operation"));
+	const char *subresource =
+		json_string_value(json_object_get(e, "subresource"));
+
+	return json_is_object(e) &&
+	       !strcmp(name ? name : "", c->field_manager) && operation &&
+	       !strcmp(operation, "Apply") && (!subresource || !*subresource);
+}
+
+/*
  * What our field manager applied (Apply, main resource): *out is the one
  * entry's set itself when there is one (owned by c, *acc stays NULL), or
  * the union of several in *acc (caller frees); NULL when there is none.
  */
-/* One of our Apply entries for the main resource? */
-static bool own_apply_entry(const struct manager *m)
-{
-	const char *operation = entry_str(m, "operation");
-	const char *subresource = entry_str(m, "subresource");
-
-	return m->actor == DIFF_ACTOR_SELF && operation &&
-	       !strcmp(operation, "Apply") && (!subresource || !*subresource);
-}
-
 static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
 			   struct diff_fieldset **acc)
 {
@@ -1241,7 +1249,7 @@ static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
 		const struct diff_fieldset *set;
 		struct diff_fieldset *u;
 
-		if (!own_apply_entry(&c->mgrs[i]))
+		if (!own_apply_entry(c, c->mgrs[i].entry))
 			continue;
 		if (!(set = manager_set(c, i)))
 			continue;
@@ -1269,7 +1277,7 @@ static bool own_entry_is(struct cmp *c, const struct diff_fieldset *set)
 
 	load_managers(c);
 	for (size_t i = 0; i < c->nmgrs; i++) {
-		if (!own_apply_entry(&c->mgrs[i]))
+		if (!own_apply_entry(c, c->mgrs[i].entry))
 			continue;
 		if (own)
 			return false; /* several: their union is needed */
@@ -1292,13 +1300,7 @@ static const json_t *own_entry_fields(const struct cmp *c)
 	size_t i;
 
 	json_array_foreach (list, i, e) {
-		const char *name = json_string_value(json_object_get(e, "manager"));
-		const char *op = json_string_value(json_object_get(e, "operation"));
-		const char *sub = json_string_value(json_object_get(e, "subresource"));
-
-		if (!json_is_object(e) || !name || !op ||
-		    strcmp(name, c->field_manager) || strcmp(op, "Apply") ||
-		    (sub && *sub))
+		if (!own_apply_entry(c, e))
 			continue;
 		if (own)
 			return NULL; /* several: their union is needed */

@@ -425,7 +425,9 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
  * of an applier's own entry against what it declares now. 0 when not, or
  * when fields_v1 is not written as the server writes fieldsV1 (a k: not
  * in canonical form, a malformed node): diff_fieldset_parse() must tell.
- * Errors are diff_fieldset_of_object()'s for obj, reported alike.
+ * An error in obj that the walk meets before a difference is reported as
+ * diff_fieldset_of_object() reports it; one after, not (the answer is 0,
+ * and diff_fieldset_of_object() finds it).
  */
 int diff_fieldset_of_object_is(const json_t *obj,
 			       const struct diff_schema *schema,

@@ -1821,11 +1821,23 @@ static int walk_node(struct walk *w, const struct diff_schema *s,
 	}
 }
 
-int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
-			    const struct diff_schema *schema, struct err *err)
+/* The walk of a whole object: its type meta and status are not fields. */
+static int walk_root(struct walk *w, const struct diff_schema *schema,
+		     const json_t *obj)
 {
 	static const char *const type_meta[] = {"apiVersion", "kind",
 						"status", NULL};
+
+	if (!schema)
+		schema = &default_node;
+	if (diff_schema_type_of(schema, obj) == DIFF_SCHEMA_GRANULAR)
+		return walk_object(w, schema, obj, type_meta);
+	return walk_node(w, schema, obj);
+}
+
+int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
+			    const struct diff_schema *schema, struct err *err)
+{
 	struct diff_pe path[MAX_PATH_DEPTH];
 	struct walk w = {NULL, path, 0, err, NULL, 0, 0, NULL, BUF_INIT};
 	int error = 0;
@@ -1833,17 +1845,12 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 	*out = NULL;
 	if (!json_is_object(obj))
 		return err_set(err, ERR_INVALID, "not an object");
-	if (!schema)
-		schema = &default_node;
 	w.set = diff_fieldset_new();
 	if (!w.set) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (diff_schema_type_of(schema, obj) == DIFF_SCHEMA_GRANULAR)
-		error = walk_object(&w, schema, obj, type_meta);
-	else
-		error = walk_node(&w, schema, obj);
+	error = walk_root(&w, schema, obj);
 	if (error >= 0) {
 		*out = w.set;
 		w.set = NULL;
@@ -1891,8 +1898,6 @@ int diff_fieldset_of_object_is(const json_t *obj,
 			       const struct diff_schema *schema,
 			       const json_t *fields_v1, struct err *err)
 {
-	static const char *const type_meta[] = {"apiVersion", "kind",
-						"status", NULL};
 	struct diff_pe path[MAX_PATH_DEPTH];
 	const json_t *fv[MAX_PATH_DEPTH + 1];
 	struct walk w = {NULL, path, 0, err, fv, 0, 0, NULL, BUF_INIT};
@@ -1905,13 +1910,8 @@ int diff_fieldset_of_object_is(const json_t *obj,
 	    json_object_get(fields_v1, ".") ||
 	    (members = fields_members(fields_v1, 0)) < 0)
 		return 0;
-	if (!schema)
-		schema = &default_node;
 	fv[0] = fields_v1;
-	if (diff_schema_type_of(schema, obj) == DIFF_SCHEMA_GRANULAR)
-		error = walk_object(&w, schema, obj, type_meta);
-	else
-		error = walk_node(&w, schema, obj);
+	error = walk_root(&w, schema, obj);
 	buf_release(&w.key);
 	if (error == WALK_DIFFERS)
 		return 0;

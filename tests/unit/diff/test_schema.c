@@ -111,8 +111,9 @@ static int check_is(const json_t *obj, const struct diff_schema *schema,
 
 /*
  * Every member of `node` and below dropped in turn (a leaf, or a "."),
- * each leaf moved one level deeper, then one member added: each is no longer the object's set. Put back as the
- * server writes it ("." first), so that `root` ends as it began.
+ * each leaf moved one level deeper, then one member added: each is no
+ * longer the object's set. Put back as the server writes it ("." first),
+ * so that `root` ends as it began.
  */
 static void each_node(const json_t *obj, const struct diff_schema *schema,
 		      json_t *root, json_t *node, size_t *edits)
@@ -224,7 +225,8 @@ static void assert_fields_fail(struct diff_schemas *reg, const char *group,
 			       const char *msg)
 {
 	json_t *obj = J(object), *none = J("{}");
-	const struct diff_schema *schema = diff_schemas_lookup(reg, group, kind);
+	const struct diff_schema *schema =
+		diff_schemas_lookup(reg, group, kind);
 	struct diff_fieldset *set = NULL;
 	struct err err = ERR_INIT;
 	int r;
