@@ -13,7 +13,9 @@
  * path in the API server's syntax (starting with '.' or '[') and a
  * change of its own; an object in sync reports no field; a Foreign object's
  * fields are all foreign, a Drifted one has one that is not; the report renders
- * as JSON and as text; and comparing again gives the same JSON report.
+ * as JSON and as text; comparing again gives the same JSON report; and
+ * the field set walk against each managedFields entry agrees with the
+ * set built and parsed (check_known_fields()).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +86,51 @@ static void check_report(const struct diff_object_report *rep,
 	}
 }
 
+/*
+ * The field set walk against fieldsV1 (diff_fieldset_of_object_is()),
+ * for every managedFields entry of live: 1 only when the entry parses to
+ * the set diff_fieldset_of_object() builds; 1 for that set written out;
+ * an error only as diff_fieldset_of_object() gives it.
+ */
+static void check_known_fields(const json_t *desired, const json_t *live,
+			       const struct diff_schema *schema)
+{
+	struct diff_fieldset *set = NULL, *parsed = NULL;
+	struct err err = ERR_INIT, err2 = ERR_INIT;
+	const json_t *list = json_object_get(json_object_get(live, "metadata"),
+					     "managedFields"), *e;
+	json_t *written = NULL;
+	int built, r;
+	size_t i;
+
+	built = diff_fieldset_of_object(&set, desired, schema, &err);
+	if (built == 0) {
+		if (!(written = diff_fieldset_to_json(set)) ||
+		    diff_fieldset_of_object_is(desired, schema, written,
+					       &err2) != 1)
+			abort();
+	}
+	json_array_foreach (list, i, e) {
+		const json_t *fv = json_object_get(e, "fieldsV1");
+
+		r = diff_fieldset_of_object_is(desired, schema, fv, &err2);
+		if (r < 0 && (r != built ||
+			      strcmp(err_first(&err2), err_first(&err))))
+			abort();
+		if (r == 1 &&
+		    (built < 0 || diff_fieldset_parse(&parsed, fv, &err2) < 0 ||
+		     !diff_fieldset_equal(set, parsed)))
+			abort();
+		diff_fieldset_free(parsed);
+		parsed = NULL;
+		err_release(&err2);
+	}
+	json_decref(written);
+	diff_fieldset_free(set);
+	err_release(&err);
+	err_release(&err2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct diff_options opts = DIFF_OPTIONS_INIT;
@@ -127,6 +174,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (err_count(&err))
 		abort();
 	check_report(&rep, live);
+	check_known_fields(desired, live,
+			   diff_schemas_lookup(reg, rep.key.group,
+					       rep.key.kind));
 	j1 = report_json(&rep, opts.policy, true);
 
 	if (diff_compare_object(&rep2, desired, live, reg, &opts, &err) < 0)
