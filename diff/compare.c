@@ -1267,30 +1267,9 @@ static int own_applied_set(struct cmp *c, const struct diff_fieldset **out,
 }
 
 /*
- * True when we have one Apply entry for the main resource and its
- * fieldsV1 is `set` written out byte for byte (what own_applied_set()
- * would parse and find equal, known without parsing).
- */
-static bool own_entry_is(struct cmp *c, const struct diff_fieldset *set)
-{
-	const struct manager *own = NULL;
-
-	load_managers(c);
-	for (size_t i = 0; i < c->nmgrs; i++) {
-		if (!own_apply_entry(c, c->mgrs[i].entry))
-			continue;
-		if (own)
-			return false; /* several: their union is needed */
-		own = &c->mgrs[i];
-	}
-	return own && diff_fieldset_same_as_json(
-			      set, json_object_get(own->entry, "fieldsV1"));
-}
-
-/*
  * The fieldsV1 of our one Apply entry for the main resource, read from
- * live's managedFields as they are (no manager loaded, no warning given,
- * as own_entry_is() would find it); NULL when there is none or several.
+ * live's managedFields as they are (no manager loaded, no warning given);
+ * NULL when there is none or several.
  */
 static const json_t *own_entry_fields(const struct cmp *c)
 {
@@ -1647,16 +1626,11 @@ int diff_compare_sensitive(struct diff_object_report *out,
 
 	/*
 	 * Fields we applied before and no longer declare. Usually what we
-	 * own is exactly what we declare, written by the server from the
-	 * same set: known above, or by one look-up walk of the set,
-	 * without parsing our entry.
+	 * own is exactly what we declare, known above without a set (own
+	 * stays NULL then; it is built below if needed); else our entries
+	 * are parsed and compared.
 	 */
-	if (own_is_desired) {
-		/* own stays NULL: the set was not built (see below) */
-	} else if (own_entry_is(&c, desired_set)) {
-		own = desired_set;
-		own_is_desired = true;
-	} else {
+	if (!own_is_desired) {
 		if ((error = own_applied_set(&c, &own, &own_union)) < 0)
 			goto out_error;
 		own_is_desired = own && diff_fieldset_equal(own, desired_set);

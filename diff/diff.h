@@ -242,18 +242,6 @@ int diff_fieldset_parse(struct diff_fieldset **out, const json_t *fields_v1,
  */
 json_t *diff_fieldset_to_json(const struct diff_fieldset *set);
 
-/*
- * True when fields_v1 is exactly what diff_fieldset_to_json() writes for
- * the set, keys in its order too (as the API server writes them, and as
- * jansson keeps them from the text): a check without parsing, for the
- * common case of an entry the server wrote from the same set. False says
- * only "not written so": an equal set written otherwise (keys in another
- * order, a k: with its fields in another order) needs
- * diff_fieldset_parse() to tell.
- */
-bool diff_fieldset_same_as_json(const struct diff_fieldset *set,
-				const json_t *fields_v1);
-
 /* Add one path as a member (intermediate nodes are created, not members). */
 int diff_fieldset_insert(struct diff_fieldset *set,
 			 const struct diff_path *path);

@@ -1916,58 +1916,6 @@ json_t *diff_fieldset_to_json(const struct diff_fieldset *set)
 	return out;
 }
 
-/*
- * Is fields_v1 the serialization of n, byte for byte and in its order
- * (".", then the children as they are sorted)? The API server writes it
- * so, and jansson keeps the order text has: one pass along both, no
- * look-ups.
- */
-static bool same_as_json(const struct diff_fieldset *s, const struct node *n,
-			 bool root, const json_t *j, unsigned depth)
-{
-	const struct node *kids = n->nkids ? node_kids(s, n) : NULL;
-	void *it;
-
-	if (!json_is_object(j) || depth > MAX_DEPTH)
-		return false;
-	it = json_object_iter((json_t *)j);
-	if (node_member(n) && (n->nkids || root)) {
-		const json_t *dot = json_object_iter_value(it);
-
-		if (!it || json_object_iter_key_len(it) != 1 ||
-		    *json_object_iter_key(it) != '.' || !json_is_object(dot) ||
-		    json_object_size(dot))
-			return false;
-		it = json_object_iter_next((json_t *)j, it);
-	}
-	for (uint32_t i = 0; i < n->nkids; i++, it = json_object_iter_next(
-							(json_t *)j, it)) {
-		const struct node *k = &kids[i];
-		uint32_t len = node_len(k);
-		const char *key;
-
-		/* A child holding no member is not written: not our case. */
-		if (!it || (!node_member(k) && !k->nkids) ||
-		    json_object_iter_key_len(it) != (size_t)len + 2)
-			return false;
-		key = json_object_iter_key(it);
-		if (memcmp(key, pe_prefix[node_type(k)], 2) ||
-		    memcmp(key + 2, node_text(s, k), len) ||
-		    !same_as_json(s, k, false, json_object_iter_value(it),
-				  depth + 1))
-			return false;
-	}
-	return !it;
-}
-
-bool diff_fieldset_same_as_json(const struct diff_fieldset *set,
-				const json_t *fields_v1)
-{
-	if (!set || !set->mem)
-		return json_is_object(fields_v1) && !json_object_size(fields_v1);
-	return same_as_json(set, node_at(set, 0), true, fields_v1, 0);
-}
-
 /* --- insert and queries --- */
 
 /*

@@ -1839,7 +1839,7 @@ int diff_fieldset_of_object(struct diff_fieldset **out, const json_t *obj,
 			    const struct diff_schema *schema, struct err *err)
 {
 	struct diff_pe path[MAX_PATH_DEPTH];
-	struct walk w = {NULL, path, 0, err, NULL, 0, 0, NULL, BUF_INIT};
+	struct walk w = {.pe = path, .err = err, .key = BUF_INIT};
 	int error = 0;
 
 	*out = NULL;
@@ -1900,7 +1900,7 @@ int diff_fieldset_of_object_is(const json_t *obj,
 {
 	struct diff_pe path[MAX_PATH_DEPTH];
 	const json_t *fv[MAX_PATH_DEPTH + 1];
-	struct walk w = {NULL, path, 0, err, fv, 0, 0, NULL, BUF_INIT};
+	struct walk w = {.pe = path, .err = err, .fv = fv, .key = BUF_INIT};
 	long members;
 	int error;
 

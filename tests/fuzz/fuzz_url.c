@@ -181,20 +181,17 @@ static void check_git_open(const char *url)
 	size_t n;
 
 	git_open_error(url, &err);
-	/* "scheme://user:PASSWORD@host": the password is never shown
-	 * (unless the scheme, which is, holds the same text). */
+	/*
+	 * "scheme://user:PASSWORD@host": the password is never shown. The
+	 * message's own words (or the scheme, which is shown) may spell
+	 * it: a leak only if the same URL with another password gives a
+	 * message without the text.
+	 */
 	if (auth && (at = memrchr(auth + 3, '@', strcspn(auth + 3, "/?#"))) &&
 	    (colon = memchr(auth + 3, ':', (size_t)(at - auth - 3))) &&
-	    at - colon > 8 &&
-	    !memmem(url, (size_t)(auth - url), colon + 1,
-		    (size_t)(at - colon - 1)) &&
-	    memmem(err_msg(&err), strlen(err_msg(&err)), colon + 1,
-		   (size_t)(at - colon - 1)) &&
+	    (n = (size_t)(at - colon - 1)) > 7 &&
+	    memmem(err_msg(&err), strlen(err_msg(&err)), colon + 1, n) &&
 	    (other = strdup(url))) {
-		/* The message's own words may spell it ("password"): a
-		 * leak only if the same URL with another password gives
-		 * a message without the text. */
-		n = (size_t)(at - colon - 1);
 		memset(other + (colon + 1 - url), '\x01', n);
 		git_open_error(other, &control);
 		if (!memmem(err_msg(&control), strlen(err_msg(&control)),

@@ -944,61 +944,6 @@ Test(fieldset, subset_and_equal)
 			"{\"k:{\\\"port\\\":\\\"80\\\"}\":{}}", false, false);
 }
 
-static bool same_as(const char *set_text, const char *json_text)
-{
-	struct diff_fieldset *set = P(set_text);
-	json_t *j = J(json_text);
-	bool same = diff_fieldset_same_as_json(set, j);
-
-	diff_fieldset_free(set);
-	json_decref(j);
-	return same;
-}
-
-Test(fieldset, same_as_json_without_parsing)
-{
-	static const char *const texts[] = {doc_apply, deploy_csa,
-					    deploy_status, service,
-					    configmap, finalizers, "{}"};
-	struct diff_fieldset *empty = diff_fieldset_new();
-	json_t *j = J("{}");
-
-	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++)
-		cr_expect(same_as(texts[i], texts[i]), "%s", texts[i]);
-	/* the keys in another order: a parse has to tell */
-	cr_expect(same_as("{\"f:a\":{},\"f:b\":{\".\":{},\"f:c\":{}}}",
-			  "{\"f:a\":{},\"f:b\":{\".\":{},\"f:c\":{}}}"));
-	cr_expect_not(same_as("{\"f:a\":{},\"f:b\":{}}",
-			      "{\"f:b\":{},\"f:a\":{}}"));
-	cr_expect_not(same_as("{\"f:b\":{\".\":{},\"f:c\":{}}}",
-			      "{\"f:b\":{\"f:c\":{},\".\":{}}}"));
-	/* a member less, a member more, a "." less or more: not */
-	cr_expect_not(same_as("{\"f:a\":{},\"f:b\":{}}", "{\"f:a\":{}}"));
-	cr_expect_not(same_as("{\"f:a\":{}}", "{\"f:a\":{},\"f:b\":{}}"));
-	cr_expect_not(same_as("{\"f:b\":{\".\":{},\"f:c\":{}}}",
-			      "{\"f:b\":{\"f:c\":{}}}"));
-	cr_expect_not(same_as("{\"f:b\":{\"f:c\":{}}}",
-			      "{\"f:b\":{\".\":{},\"f:c\":{}}}"));
-	cr_expect_not(same_as("{\"f:a\":{}}", "{\"f:a\":{\"f:x\":{}}}"));
-	cr_expect_not(same_as("{\"f:a\":{}}", "{\"f:a\":[]}"));
-	cr_expect_not(same_as("{\"f:a\":{}}", "{\"f:a\":{\".\":{\"x\":1}}}"));
-	/* equal sets written otherwise: a parse has to tell */
-	cr_expect_not(same_as("{\"k:{\\\"b\\\":1,\\\"a\\\":2}\":{}}",
-			      "{\"k:{\\\"b\\\":1,\\\"a\\\":2}\":{}}"));
-	cr_expect(same_as("{\"k:{\\\"b\\\":1,\\\"a\\\":2}\":{}}",
-			  "{\"k:{\\\"a\\\":2,\\\"b\\\":1}\":{}}"));
-	cr_expect_not(same_as("{\"f:a\":{}}", "{\"f:a\":{\".\":{}}}"));
-	/* the empty set is {} only */
-	cr_expect(diff_fieldset_same_as_json(empty, j));
-	cr_expect(diff_fieldset_same_as_json(NULL, j));
-	cr_expect_not(diff_fieldset_same_as_json(NULL, NULL));
-	json_decref(j);
-	j = J("{\"f:a\":{}}");
-	cr_expect_not(diff_fieldset_same_as_json(empty, j));
-	json_decref(j);
-	diff_fieldset_free(empty);
-}
-
 Test(fieldset, subset_and_equal_null_and_inserted)
 {
 	struct diff_fieldset *empty = diff_fieldset_new(),
