@@ -59,6 +59,54 @@
 struct app_type;
 struct app_spec;
 
+/*
+ * Verdicts kept from one pass to the next (the controller keeps one per
+ * app): the live objects found in sync, each by its identity and version
+ * (uid and resourceVersion), with the count of differences ignore rules
+ * dropped and its health. While the desired objects and every rule they
+ * are compared and judged by stay the same (app_memo_begin()'s basis), an
+ * object listed again in the same version is settled from its verdict:
+ * it is not read into a tree nor compared again, since the API server
+ * gives every change of an object a new resourceVersion. Only objects of
+ * the built-in kinds are kept (a custom resource's comparison follows its
+ * CRD, which can change under it).
+ */
+struct app_memo;
+
+struct app_memo *app_memo_new(void);
+void app_memo_free(struct app_memo *m);
+
+/*
+ * A pass compared on `basis`, a text naming the desired objects and the
+ * rules (the controller's: the render kept on disk, which names the
+ * source tree and the spec). Verdicts of another basis are forgotten.
+ * ERR_NOMEM.
+ */
+int app_memo_begin(struct app_memo *m, const char *basis);
+
+/* Forget every verdict (and the basis). */
+void app_memo_forget(struct app_memo *m);
+
+/* How many verdicts are kept (NULL: 0). */
+size_t app_memo_len(const struct app_memo *m);
+
+/* The hashes the verdicts are found by (strings with their lengths). */
+uint64_t app_memo_key(const char *group, const char *kind, const char *ns,
+		      size_t ns_len, const char *name, size_t name_len);
+uint64_t app_memo_version(const char *uid, size_t uid_len, const char *rv,
+			  size_t rv_len);
+
+/* Keep a verdict (replacing that of the same key). ERR_NOMEM. */
+int app_memo_put(struct app_memo *m, uint64_t key, uint64_t version,
+		 size_t ignored, const struct health *h);
+
+/*
+ * The verdict of `key` in `version`: 1 with *ignored and *h (the caller
+ * releases it) filled; 0 when none is kept; ERR_NOMEM.
+ */
+int app_memo_get(const struct app_memo *m, uint64_t key, uint64_t version,
+		 size_t *ignored, struct health *h);
+
 struct app {
 	struct kube_client *client;  /* borrowed */
 	struct kube_discovery *disc; /* borrowed */
@@ -84,6 +132,14 @@ struct app {
 	 */
 	const struct health_rules *health_rules;
 	bool keep_live;
+	/*
+	 * Verdicts of earlier passes on the same basis (borrowed; NULL:
+	 * none): objects listed again in a version found in sync are settled
+	 * from them, and each object settled by comparing is kept in it.
+	 * `reused` counts the objects settled from it.
+	 */
+	struct app_memo *memo;
+	size_t reused;
 	struct health *settled_health;
 	size_t settled_alloc;
 	/*

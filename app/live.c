@@ -12,6 +12,7 @@
 #include "app/internal.h"
 #include "util/base64.h"
 #include "util/clock.h"
+#include "util/json.h"
 #include "util/sha256.h"
 #include "util/strvec.h"
 
@@ -92,35 +93,44 @@ void app_forget_live(struct app *app)
 }
 
 /*
- * Add a live object just read: settled first (`st`), when it is one of
- * the desired objects and in sync with it, with its health taken now.
+ * Whether verdicts of objects of group/kind are kept (app_memo): those of
+ * the built-in kinds, but CRDs, which stay whole.
  */
-static int ingest(struct app *app, json_t *item, const struct settle *st,
-		  struct err *err)
+static bool memo_kind(const struct app *app, const struct settle *st,
+		      const char *group, const char *kind)
 {
-	struct health h = HEALTH_INIT;
-	struct diff_object *o = NULL;
-	const struct diff_object *d;
-	size_t at = app->live.len;
-	int error;
+	return app->memo && st && !app->keep_live &&
+	       diff_schemas_typed(st->reg, group, kind) &&
+	       !app_is_crd(&(const struct diff_key){.group = group,
+						   .kind = kind});
+}
 
-	if ((error = diff_object_new(&o, item, NULL, err)) < 0)
-		return error;
-	if (diff_objset_get(&app->live, &o->key)) {
-		diff_object_free(o); /* listed twice (two namespaces' views) */
-		return 0;
-	}
-	/* CRDs stay whole: their schemas are read from them. */
-	if (st && !app->keep_live && !app_is_crd(&o->key) &&
-	    (d = diff_objset_get(st->desired, &o->key))) {
-		health_of(&h, item, app->health_rules);
-		if (!h.reason ||
-		    (error = diff_object_settle(o, d, st->reg, st->opts,
-						err)) < 0)
-			goto nomem;
-		if (error == 0)
-			health_release(&h);
-	}
+static uint64_t memo_key(const struct diff_key *k)
+{
+	return app_memo_key(k->group, k->kind, k->ns, strlen(k->ns), k->name,
+			    strlen(k->name));
+}
+
+/* The version of a live object (its uid and resourceVersion); false: none. */
+static bool memo_version(const json_t *item, uint64_t *out)
+{
+	const json_t *meta = json_object_get(item, "metadata");
+	const json_t *uid = json_object_get(meta, "uid");
+	const json_t *rv = json_object_get(meta, "resourceVersion");
+
+	if (!json_is_string(uid) || !json_is_string(rv))
+		return false;
+	*out = app_memo_version(json_string_value(uid), json_string_length(uid),
+				json_string_value(rv), json_string_length(rv));
+	return true;
+}
+
+/* Add live object o (taken over), settled with health *h (taken over). */
+static int add_live(struct app *app, struct diff_object *o, struct health *h,
+		    struct err *err)
+{
+	size_t at = app->live.len;
+
 	if (o->settled && at >= app->settled_alloc) {
 		size_t n = app->settled_alloc ? app->settled_alloc * 2 : 64;
 		struct health *grown;
@@ -136,8 +146,89 @@ static int ingest(struct app *app, json_t *item, const struct settle *st,
 	if (diff_objset_add(&app->live, o, err) < 0)
 		goto nomem;
 	if (o->settled)
-		app->settled_health[at] = h;
+		app->settled_health[at] = *h;
+	else
+		health_release(h);
+	*h = (struct health)HEALTH_INIT;
 	return 0;
+nomem:
+	health_release(h);
+	diff_object_free(o);
+	return err_set(err, ERR_NOMEM, "out of memory");
+}
+
+/*
+ * Settle live object *o (whole) from the memo's verdict of its version:
+ * 1 when there is one (*o replaced by its settled stub, *h its health),
+ * 0 when not, ERR_NOMEM.
+ */
+static int settle_from_memo(struct app *app, struct diff_object **o,
+			    uint64_t key, uint64_t version, struct health *h)
+{
+	struct diff_object *stub;
+	size_t ignored;
+	int r;
+
+	if ((r = app_memo_get(app->memo, key, version, &ignored, h)) != 1)
+		return r;
+	if (diff_object_new_settled(&stub, (*o)->key.group, (*o)->key.kind,
+				    (*o)->key.ns, (*o)->key.name,
+				    diff_object_uid(*o), ignored) < 0) {
+		health_release(h);
+		return ERR_NOMEM;
+	}
+	diff_object_free(*o);
+	*o = stub;
+	app->reused++;
+	return 1;
+}
+
+/*
+ * Add a live object just read: settled first (`st`), when it is one of
+ * the desired objects and in sync with it, with its health taken now --
+ * or with the verdict kept of its version (app->memo), and kept there
+ * when it settles by comparing.
+ */
+static int ingest(struct app *app, json_t *item, const struct settle *st,
+		  struct err *err)
+{
+	struct health h = HEALTH_INIT;
+	struct diff_object *o = NULL;
+	const struct diff_object *d;
+	uint64_t key = 0, version = 0;
+	bool memo;
+	int error;
+
+	if ((error = diff_object_new(&o, item, NULL, err)) < 0)
+		return error;
+	if (diff_objset_get(&app->live, &o->key)) {
+		diff_object_free(o); /* listed twice (two namespaces' views) */
+		return 0;
+	}
+	/* CRDs stay whole: their schemas are read from them. */
+	if (st && !app->keep_live && !app_is_crd(&o->key) &&
+	    (d = diff_objset_get(st->desired, &o->key))) {
+		memo = memo_kind(app, st, o->key.group, o->key.kind) &&
+		       diff_object_uid(o) && memo_version(item, &version);
+		if (memo) {
+			key = memo_key(&o->key);
+			error = settle_from_memo(app, &o, key, version, &h);
+			if (error < 0)
+				goto nomem;
+			if (error)
+				return add_live(app, o, &h, err);
+		}
+		health_of(&h, item, app->health_rules);
+		if (!h.reason ||
+		    (error = diff_object_settle(o, d, st->reg, st->opts,
+						err)) < 0)
+			goto nomem;
+		if (error == 1 && memo &&
+		    app_memo_put(app->memo, key, version, o->settled_ignored,
+				 &h) < 0)
+			goto nomem;
+	}
+	return add_live(app, o, &h, err);
 nomem:
 	health_release(&h);
 	diff_object_free(o);
@@ -153,9 +244,102 @@ int app_add_live(struct app *app, json_t *obj, struct err *err)
 struct listing {
 	struct app *app;
 	const struct settle *st;
+	const struct kube_resource *res;
 	size_t mark; /* app->live's length when the list began */
 	struct err *err;
+	/* The page's objects settled from the memo as it was read. */
+	struct diff_object **taken;
+	struct health *taken_health;
+	size_t ntaken, taken_alloc;
 };
+
+static int grow_taken(struct listing *l)
+{
+	size_t n = l->taken_alloc ? l->taken_alloc * 2 : 64;
+	struct diff_object **o = realloc(l->taken, n * sizeof(*o));
+	struct health *h;
+
+	if (!o)
+		return ERR_NOMEM;
+	l->taken = o;
+	if (!(h = realloc(l->taken_health, n * sizeof(*h))))
+		return ERR_NOMEM;
+	l->taken_health = h;
+	l->taken_alloc = n;
+	return 0;
+}
+
+/*
+ * kube_list_options.take: a listed object in a version the memo holds a
+ * verdict of is settled from its text alone (its metadata's name,
+ * namespace, uid and resourceVersion), never read into a tree; it joins
+ * app->live with the rest of its page (ingest_page()). Anything unusual
+ * (not desired, listed already, escapes in those strings) is read whole.
+ */
+static bool take_settled(const char *text, size_t len, void *ctx)
+{
+	static const char *const top[] = {"metadata"};
+	static const char *const fields[] = {"name", "namespace", "uid",
+					     "resourceVersion"};
+	struct listing *l = ctx;
+	const struct kube_resource *res = l->res;
+	struct fastjson_span meta, v[4];
+	const char *s[4] = {NULL, "", NULL, NULL};
+	size_t n[4] = {0, 0, 0, 0}, ignored;
+	char name[254], ns[64], uid[64];
+	struct health h = HEALTH_INIT;
+	struct diff_object *o = NULL;
+	struct diff_key key;
+	bool wanted;
+
+	if (fastjson_members(text, len, top, 1, &meta) != 1 ||
+	    fastjson_members(meta.text, meta.len, fields, 4, v) < 0)
+		return false;
+	for (size_t i = 0; i < 4; i++)
+		if (v[i].text && !fastjson_plain_string(&v[i], &s[i], &n[i]))
+			return false;
+	if (!s[0] || !s[2] || !s[3] || n[0] >= sizeof(name) ||
+	    n[1] >= sizeof(ns) || n[2] >= sizeof(uid) ||
+	    (l->ntaken == l->taken_alloc && grow_taken(l) < 0))
+		return false;
+	memcpy(name, s[0], n[0]);
+	name[n[0]] = '\0';
+	memcpy(ns, s[1], n[1]);
+	ns[n[1]] = '\0';
+	memcpy(uid, s[2], n[2]);
+	uid[n[2]] = '\0';
+	if (app_memo_get(l->app->memo,
+			 app_memo_key(res->group, res->kind, ns, n[1], name,
+				      n[0]),
+			 app_memo_version(uid, n[2], s[3], n[3]), &ignored,
+			 &h) != 1)
+		return false;
+	if (diff_key_init(&key, res->group, res->kind, ns, name) < 0) {
+		health_release(&h);
+		return false;
+	}
+	wanted = diff_objset_get(l->st->desired, &key) &&
+		 !diff_objset_get(&l->app->live, &key);
+	diff_key_release(&key);
+	if (!wanted || diff_object_new_settled(&o, res->group, res->kind, ns,
+					       name, uid, ignored) < 0) {
+		health_release(&h);
+		return false;
+	}
+	l->taken[l->ntaken] = o;
+	l->taken_health[l->ntaken++] = h;
+	return true;
+}
+
+/* Taken objects from `from` on, which did not join app->live: dropped. */
+static void drop_taken(struct listing *l, size_t from)
+{
+	for (size_t i = from; i < l->ntaken; i++) {
+		diff_object_free(l->taken[i]);
+		health_release(&l->taken_health[i]);
+	}
+	l->ntaken = 0;
+}
 
 static int ingest_page(json_t *items, bool again, void *ctx)
 {
@@ -166,6 +350,18 @@ static int ingest_page(json_t *items, bool again, void *ctx)
 
 	if (again) /* started over: what its earlier pages gave goes */
 		forget_live(l->app, l->mark);
+	for (i = 0; i < l->ntaken; i++) {
+		/* add_live() takes both over, on failure too. */
+		error = add_live(l->app, l->taken[i], &l->taken_health[i],
+				 l->err);
+		l->taken[i] = NULL;
+		if (error < 0) {
+			drop_taken(l, i + 1);
+			return error;
+		}
+		l->app->reused++;
+	}
+	l->ntaken = 0;
 	json_array_foreach(items, i, item)
 	{
 		if (label_copied(item))
@@ -181,7 +377,9 @@ static int list_type(struct app *app, const struct app_type *t, const char *ns,
 		     const struct kube_list_options *lo,
 		     const struct settle *st, struct err *err)
 {
-	struct listing l = {app, st, app->live.len, err};
+	struct listing l = {.app = app, .st = st, .res = t->res,
+			    .mark = app->live.len, .err = err};
+	struct kube_list_options o = *lo;
 	json_t *items = NULL;
 	int error;
 
@@ -190,8 +388,16 @@ static int list_type(struct app *app, const struct app_type *t, const char *ns,
 			: ERR_NOTFOUND;
 	if (error == ERR_NOTFOUND) {
 		app->requests++;
-		return kube_list_each(app->client, t->res, ns, lo, ingest_page,
-				      &l, err);
+		if (memo_kind(app, st, t->res->group, t->res->kind)) {
+			o.take = take_settled;
+			o.take_ctx = &l;
+		}
+		error = kube_list_each(app->client, t->res, ns, &o, ingest_page,
+				       &l, err);
+		drop_taken(&l, 0); /* a page that failed */
+		free(l.taken);
+		free(l.taken_health);
+		return error;
 	}
 	if (error == 0)
 		error = ingest_page(items, false, &l);

@@ -118,6 +118,7 @@ static void free_app(struct ctl_app *a)
 	free(a->render_file);
 	json_decref(a->written);
 	json_decref(a->verify_memo);
+	app_memo_free(a->memo);
 	free(a->source_error);
 	free(a->id);
 	kube_discovery_free(a->disc);
@@ -291,7 +292,7 @@ static int new_app(struct ctl_app **out, struct controller *c,
 	fo.ctx = a;
 	if ((error = fights_new(&a->fights, &fo, err)) < 0)
 		goto fail;
-	if (!(a->written = json_object())) {
+	if (!(a->written = json_object()) || !(a->memo = app_memo_new())) {
 		error = err_set(err, ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -902,6 +903,32 @@ static int check_namespaces(struct controller *c, struct ctl_app *a,
 	return error;
 }
 
+/*
+ * The verdicts this pass may reuse and add to (NULL: none): those made on
+ * the same render kept on disk (which names the source tree and the
+ * spec) under the same config, while no fight holds a field. A render
+ * held in memory only (SOPS) keeps none.
+ */
+static struct app_memo *pass_memo(struct controller *c, struct ctl_app *a)
+{
+	char basis[64];
+	struct buf b = BUF_INIT;
+	unsigned long gen;
+	bool ok;
+
+	if (!a->render_file || a->decrypted ||
+	    (a->fights && fights_count(a->fights)))
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	gen = c->cfg_gen;
+	pthread_mutex_unlock(&c->lock);
+	snprintf(basis, sizeof(basis), "%lu ", gen);
+	ok = buf_adds(&b, basis) >= 0 && buf_adds(&b, a->render_file) >= 0 &&
+	     app_memo_begin(a->memo, buf_cstr(&b)) == 0;
+	buf_release(&b);
+	return ok ? a->memo : NULL;
+}
+
 static int pass(struct controller *c, struct ctl_app *a)
 {
 	const struct app_spec *ca = a->spec;
@@ -916,7 +943,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	struct app_health health = {0};
 	struct buf why = BUF_INIT;
 	bool have_health = false;
-	char counts[160];
+	char counts[160], reused[24];
 	bool stale = false, act = false;
 	uint64_t now = clk_mono_ms();
 	int error, rc = -1;
@@ -1003,6 +1030,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		dopts.hold_ctx = a->fights;
 	}
 	app.health_rules = c->cfg->health;
+	app.memo = pass_memo(c, a);
 	error = app_compare(&app, &desired, &dopts, &reg, &report, a->commit,
 			    &err);
 	if (error == ERR_NOTFOUND && report)
@@ -1032,6 +1060,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 	if ((error = app_health_of(&app, report, &health, &err)) < 0)
 		goto fail;
 	have_health = true;
+	snprintf(reused, sizeof(reused), "%zu", app.reused);
 	a->cur_report = report;
 	a->cur_app = &app;
 	ctl_event_foreign(a, report);
@@ -1044,7 +1073,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		log_info("pass done", "app", ca->name, "revision", a->commit,
 			 "drift", diff_report_has_drift(report) ? "true"
 								: "false",
-			 NULL);
+			 "reused", reused, NULL);
 		rc = 0;
 		goto out;
 	}
@@ -1096,7 +1125,7 @@ static int pass(struct controller *c, struct ctl_app *a)
 		goto out;
 	}
 	log_info("pass done", "app", ca->name, "revision", a->commit,
-		 "counts", counts, NULL);
+		 "counts", counts, "reused", reused, NULL);
 	rc = 0;
 	goto out;
 fail:
@@ -1552,6 +1581,7 @@ int ctl_switch(struct controller *c, const struct config *cfg,
 	c->apps = apps;
 	c->napps = n;
 	c->cfg = cfg;
+	c->cfg_gen++;
 	/* The same clusters (a change of them is a restart), new storage. */
 	for (i = 0; i < c->nclusters && i < cfg->nclusters; i++)
 		c->clusters[i].cfg = &cfg->clusters[i];

@@ -123,6 +123,11 @@ struct ctl_app {
 	 */
 	json_t *written;
 	json_t *verify_memo; /* app_verify()'s verdicts; NULL: none yet */
+	/*
+	 * The verdicts of objects found in sync, reused while the render,
+	 * the config and the object stay the same (app_memo in app.h).
+	 */
+	struct app_memo *memo;
 	pthread_mutex_t st_lock;
 	struct ctl_status st;
 	const struct diff_report *cur_report; /* during a pass, for events */
@@ -158,6 +163,7 @@ struct ctl_app {
 
 struct controller {
 	const struct config *cfg;
+	unsigned long cfg_gen; /* counts the configs switched to */
 	struct app_conn conn;
 	struct ctl_app **apps;
 	size_t napps;

@@ -120,6 +120,16 @@ int diff_object_new(struct diff_object **out, json_t *json,
 void diff_object_free(struct diff_object *obj);
 
 /*
+ * A live object settled without being compared now: one found in sync in
+ * an earlier comparison, in the same version, on the same desired object
+ * and options (the caller vouches for that), `ignored` the differences
+ * ignore rules dropped then. Strings copied; ERR_NOMEM.
+ */
+int diff_object_new_settled(struct diff_object **out, const char *group,
+			    const char *kind, const char *ns, const char *name,
+			    const char *uid, size_t ignored);
+
+/*
  * A set of objects keyed by identity, kept in insertion order (the order
  * the renderer produced them: files sorted by path, documents in file
  * order).

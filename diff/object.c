@@ -193,6 +193,25 @@ int diff_object_new(struct diff_object **out, json_t *json,
 	return 0;
 }
 
+int diff_object_new_settled(struct diff_object **out, const char *group,
+			    const char *kind, const char *ns, const char *name,
+			    const char *uid, size_t ignored)
+{
+	struct diff_object *obj;
+
+	if (!(*out = obj = calloc(1, sizeof(*obj))))
+		return ERR_NOMEM;
+	if (diff_key_init(&obj->key, group, kind, ns, name) < 0 ||
+	    !(obj->uid = strdup(uid))) {
+		diff_object_free(obj);
+		*out = NULL;
+		return ERR_NOMEM;
+	}
+	obj->settled = true;
+	obj->settled_ignored = ignored;
+	return 0;
+}
+
 void diff_object_free(struct diff_object *obj)
 {
 	if (!obj)

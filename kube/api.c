@@ -219,8 +219,10 @@ static int list_pages(struct kube_client *c, const struct kube_resource *r,
 		if (cont)
 			add_query(&path, "continue", cont);
 		kube_response_release(&resp);
-		error = kube_request(c, "GET", buf_cstr(&path), NULL, NULL, 0,
-				     &resp, local);
+		error = kube_request_list(c, buf_cstr(&path),
+					  page_fn && opts ? opts->take : NULL,
+					  opts ? opts->take_ctx : NULL, &resp,
+					  local);
 		if (error < 0) {
 			*expired = cont && resp.code == 410;
 			goto out;

@@ -963,19 +963,12 @@ static void report(struct kube_client *c, const char *method,
 			       c->on_response_ctx);
 }
 
-int kube_request(struct kube_client *c, const char *method, const char *path,
-		 const char *content_type, const char *body, size_t body_len,
-		 struct kube_response *resp, struct err *err)
-{
-	return kube_request_accept(c, method, path, NULL, content_type, body,
-				   body_len, resp, err);
-}
 
-int kube_request_accept(struct kube_client *c, const char *method,
-			const char *path, const char *accept,
-			const char *content_type, const char *body,
-			size_t body_len, struct kube_response *resp,
-			struct err *err)
+/* kube_request_accept(), with a list's items offered to `take` (NULL: none). */
+static int request(struct kube_client *c, const char *method, const char *path,
+		   const char *accept, const char *content_type,
+		   const char *body, size_t body_len, fastjson_take_fn *take,
+		   void *take_ctx, struct kube_response *resp, struct err *err)
 {
 	struct kube_credentials cr = KUBE_CREDENTIALS_INIT;
 	struct kube_response local = KUBE_RESPONSE_INIT;
@@ -1117,8 +1110,8 @@ int kube_request_accept(struct kube_client *c, const char *method,
 		const char *why;
 		size_t at;
 
-		resp->json = fastjson_load(resp->body.ptr, resp->body.len,
-					   &why, &at);
+		resp->json = fastjson_load_items(resp->body.ptr, resp->body.len,
+						 &why, &at, take, take_ctx);
 		if (!resp->json)
 			error = err_set(err, ERR_PARSE,
 					"%s %s: bad JSON in the response: %s "
@@ -1298,4 +1291,30 @@ out:
 	buf_release(&t.errbody);
 	pool_give(c, h);
 	return error;
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path,
+		 const char *content_type, const char *body, size_t body_len,
+		 struct kube_response *resp, struct err *err)
+{
+	return request(c, method, path, NULL, content_type, body, body_len,
+		       NULL, NULL, resp, err);
+}
+
+int kube_request_accept(struct kube_client *c, const char *method,
+			const char *path, const char *accept,
+			const char *content_type, const char *body,
+			size_t body_len, struct kube_response *resp,
+			struct err *err)
+{
+	return request(c, method, path, accept, content_type, body, body_len,
+		       NULL, NULL, resp, err);
+}
+
+int kube_request_list(struct kube_client *c, const char *path,
+		      fastjson_take_fn *take, void *take_ctx,
+		      struct kube_response *resp, struct err *err)
+{
+	return request(c, "GET", path, NULL, NULL, NULL, 0, take, take_ctx,
+		       resp, err);
 }

@@ -23,6 +23,7 @@
 
 #include "util/buf.h"
 #include "util/err.h"
+#include "util/json.h"
 
 /* ---------------------------------------------------------------------
  * Connection config (kube/config.c)
@@ -219,6 +220,15 @@ int kube_request_accept(struct kube_client *c, const char *method,
 			size_t body_len, struct kube_response *resp,
 			struct err *err);
 
+/*
+ * kube_request() of a GET whose answer is a list: each of its items is
+ * offered to `take` before it is read (fastjson_load_items()), and those
+ * taken are left out of resp->json's "items".
+ */
+int kube_request_list(struct kube_client *c, const char *path,
+		      fastjson_take_fn *take, void *take_ctx,
+		      struct kube_response *resp, struct err *err);
+
 /* The ERR_* code for an HTTP status (0 for 2xx). */
 int kube_err_code(long http_code);
 
@@ -308,6 +318,14 @@ struct kube_list_options {
 	const char *label_selector; /* NULL: all */
 	const char *field_selector;
 	unsigned page_size; /* limit per request; 0: 500 */
+	/*
+	 * kube_list_each(): each item's text is offered to `take` first
+	 * (kube_request_list()); one taken goes to no page. Its kind and
+	 * apiVersion are the list's, which the text may leave out. NULL:
+	 * none.
+	 */
+	fastjson_take_fn *take;
+	void *take_ctx;
 };
 
 /*

@@ -36,6 +36,9 @@ struct reader {
 	struct buf str; /* an unescaped string or a number's text */
 	unsigned depth;
 	const char *why;
+	fastjson_take_fn *take; /* fastjson_load_items(); NULL: none */
+	void *take_ctx;
+	unsigned skipping; /* > 0: check, build nothing (skip_value()) */
 };
 
 static json_t *fail(struct reader *r, const char *why)
@@ -149,9 +152,14 @@ static bool word_special(uint64_t w)
  * The string at r->p (just past its opening quote) into r->str, unescaped.
  * Plain bytes are copied a run at a time.
  */
-static bool read_string(struct reader *r)
+/*
+ * Past a string's characters and its closing quote (r->p just after the
+ * opening one), checked: into r->str unescaped if `keep`.
+ */
+static bool scan_string(struct reader *r, bool keep)
 {
-	buf_reset(&r->str);
+	if (keep)
+		buf_reset(&r->str);
 	for (;;) {
 		const unsigned char *run = r->p;
 		uint32_t cp, lo;
@@ -182,7 +190,8 @@ static bool read_string(struct reader *r)
 				return fail(r, "invalid UTF-8 in a string"), false;
 			r->p += n;
 		}
-		if (r->p > run && buf_add(&r->str, run, (size_t)(r->p - run)) < 0)
+		if (keep && r->p > run &&
+		    buf_add(&r->str, run, (size_t)(r->p - run)) < 0)
 			return fail(r, "out of memory"), false;
 		if (r->p == r->end)
 			return fail(r, "premature end of input in a string"), false;
@@ -240,17 +249,20 @@ static bool read_string(struct reader *r)
 		default:
 			return fail(r, "invalid escape in a string"), false;
 		}
-		if (put_utf8(&r->str, cp) < 0)
+		if (keep && put_utf8(&r->str, cp) < 0)
 			return fail(r, "out of memory"), false;
 	}
 }
 
-static json_t *read_number(struct reader *r)
+static bool read_string(struct reader *r)
 {
-	const unsigned char *start = r->p;
-	bool real = false;
-	char *end;
+	return scan_string(r, true);
+}
 
+/* Past the number at r->p, as JSON writes one; *real: not an integer. */
+static bool scan_number(struct reader *r, bool *real)
+{
+	*real = false;
 	if (r->p < r->end && *r->p == '-')
 		r->p++;
 	if (r->p < r->end && *r->p == '0') {
@@ -259,29 +271,40 @@ static json_t *read_number(struct reader *r)
 		while (r->p < r->end && *r->p >= '0' && *r->p <= '9')
 			r->p++;
 	} else {
-		return fail(r, "invalid number");
+		return fail(r, "invalid number"), false;
 	}
 	if (r->p < r->end && *r->p == '.') {
-		real = true;
+		*real = true;
 		r->p++;
 		if (r->p == r->end || *r->p < '0' || *r->p > '9')
-			return fail(r, "invalid number");
+			return fail(r, "invalid number"), false;
 		while (r->p < r->end && *r->p >= '0' && *r->p <= '9')
 			r->p++;
 	}
 	if (r->p < r->end && (*r->p == 'e' || *r->p == 'E')) {
-		real = true;
+		*real = true;
 		r->p++;
 		if (r->p < r->end && (*r->p == '+' || *r->p == '-'))
 			r->p++;
 		if (r->p == r->end || *r->p < '0' || *r->p > '9')
-			return fail(r, "invalid number");
+			return fail(r, "invalid number"), false;
 		while (r->p < r->end && *r->p >= '0' && *r->p <= '9')
 			r->p++;
 	}
 	/* A digit right after "0" or "-0": jansson reads "01" as 0 then 1. */
 	if (r->p < r->end && *r->p >= '0' && *r->p <= '9')
-		return fail(r, "invalid number");
+		return fail(r, "invalid number"), false;
+	return true;
+}
+
+static json_t *read_number(struct reader *r)
+{
+	const unsigned char *start = r->p;
+	bool real;
+	char *end;
+
+	if (!scan_number(r, &real))
+		return NULL;
 	buf_reset(&r->str);
 	if (buf_add(&r->str, start, (size_t)(r->p - start)) < 0)
 		return fail(r, "out of memory");
@@ -309,10 +332,26 @@ static bool literal(struct reader *r, const char *word, size_t n)
 }
 
 static json_t *read_value(struct reader *r);
+static json_t *read_value_as(struct reader *r, bool offer);
+
+/*
+ * Past one value, checked as read_value() checks it, building nothing:
+ * read in r->skipping mode, where every value read is json_null() (no
+ * allocation kept).
+ */
+static bool skip_value(struct reader *r)
+{
+	json_t *v;
+
+	r->skipping++;
+	v = read_value(r);
+	r->skipping--;
+	return v != NULL;
+}
 
 static json_t *read_object(struct reader *r)
 {
-	json_t *obj = json_object();
+	json_t *obj = r->skipping ? json_null() : json_object();
 
 	if (!obj)
 		return fail(r, "out of memory");
@@ -330,8 +369,19 @@ static json_t *read_object(struct reader *r)
 		if (r->p == r->end || *r->p != '"')
 			goto bad;
 		r->p++;
-		if (!read_string(r))
+		if (!scan_string(r, !r->skipping))
 			goto bad;
+		if (r->skipping) {
+			skip_space(r);
+			if (r->p == r->end || *r->p != ':') {
+				fail(r, "':' expected");
+				goto bad;
+			}
+			r->p++;
+			if (!read_value(r))
+				goto bad;
+			goto next;
+		}
 		/* The value's strings reuse r->str: the key is copied. */
 		klen = r->str.len;
 		key = klen < sizeof(short_key) ? short_key : malloc(klen + 1);
@@ -348,7 +398,10 @@ static json_t *read_object(struct reader *r)
 			v = NULL;
 		} else {
 			r->p++;
-			v = read_value(r);
+			/* A list's items: offered to r->take. */
+			v = read_value_as(r, r->take && r->depth == 1 &&
+						     klen == 5 &&
+						     !memcmp(key, "items", 5));
 		}
 		/* On failure jansson has let go of v already. */
 		error = !v || json_object_setn_new_nocheck(obj, key, klen, v);
@@ -358,6 +411,7 @@ static json_t *read_object(struct reader *r)
 			fail(r, "out of memory");
 			goto bad;
 		}
+	next:
 		skip_space(r);
 		if (r->p < r->end && *r->p == ',') {
 			r->p++;
@@ -377,9 +431,14 @@ bad:
 	return NULL;
 }
 
-static json_t *read_array(struct reader *r)
+/*
+ * An array's values and its ']'. `offer` (the items of a list read by
+ * fastjson_load_items()): each value is checked whole first and its text
+ * offered to r->take; only those not taken are read into the array.
+ */
+static json_t *read_array(struct reader *r, bool offer)
 {
-	json_t *arr = json_array();
+	json_t *arr = r->skipping ? json_null() : json_array();
 
 	if (!arr)
 		return fail(r, "out of memory");
@@ -389,13 +448,28 @@ static json_t *read_array(struct reader *r)
 		return arr;
 	}
 	for (;;) {
-		json_t *v = read_value(r);
+		const unsigned char *start = r->p;
+		json_t *v;
 
-		if (!v || json_array_append_new(arr, v)) {
+		if (offer) {
+			skip_space(r);
+			start = r->p;
+			if (!skip_value(r)) {
+				json_decref(arr);
+				return NULL;
+			}
+			if (r->take((const char *)start,
+				    (size_t)(r->p - start), r->take_ctx))
+				goto next;
+			r->p = start;
+		}
+		v = read_value(r);
+		if (!v || (!r->skipping && json_array_append_new(arr, v))) {
 			fail(r, "out of memory");
 			json_decref(arr);
 			return NULL;
 		}
+	next:
 		skip_space(r);
 		if (r->p < r->end && *r->p == ',') {
 			r->p++;
@@ -410,21 +484,29 @@ static json_t *read_array(struct reader *r)
 	}
 }
 
-static json_t *read_scalar_or_nested(struct reader *r);
+static json_t *read_scalar_or_nested(struct reader *r, bool offer);
 
-/* Every value counts towards the depth, as in jansson. */
-static json_t *read_value(struct reader *r)
+/*
+ * Every value counts towards the depth, as in jansson. `offer`: an array's
+ * values are offered to r->take (read_array()).
+ */
+static json_t *read_value_as(struct reader *r, bool offer)
 {
 	json_t *v;
 
 	if (++r->depth > MAX_DEPTH)
 		return fail(r, "maximum nesting depth exceeded");
-	v = read_scalar_or_nested(r);
+	v = read_scalar_or_nested(r, offer);
 	r->depth--;
 	return v;
 }
 
-static json_t *read_scalar_or_nested(struct reader *r)
+static json_t *read_value(struct reader *r)
+{
+	return read_value_as(r, false);
+}
+
+static json_t *read_scalar_or_nested(struct reader *r, bool offer)
 {
 	json_t *v;
 
@@ -437,11 +519,13 @@ static json_t *read_scalar_or_nested(struct reader *r)
 		return read_object(r);
 	case '[':
 		r->p++;
-		return read_array(r);
+		return read_array(r, offer);
 	case '"':
 		r->p++;
-		if (!read_string(r))
+		if (!scan_string(r, !r->skipping))
 			return NULL;
+		if (r->skipping)
+			return json_null();
 		v = json_stringn_nocheck(r->str.ptr ? r->str.ptr : "",
 					 r->str.len);
 		return v ? v : fail(r, "out of memory");
@@ -455,15 +539,29 @@ static json_t *read_scalar_or_nested(struct reader *r)
 		return literal(r, "null", 4) ? json_null()
 					     : fail(r, "invalid literal");
 	default:
-		return read_number(r);
+		v = read_number(r);
+		if (v && r->skipping) { /* its range checked: nothing kept */
+			json_decref(v);
+			v = json_null();
+		}
+		return v;
 	}
 }
 
 json_t *fastjson_load(const char *data, size_t len, const char **why,
 		      size_t *at)
 {
-	struct reader r = {(const unsigned char *)data,
-			   (const unsigned char *)data + len, BUF_INIT, 0, NULL};
+	return fastjson_load_items(data, len, why, at, NULL, NULL);
+}
+
+json_t *fastjson_load_items(const char *data, size_t len, const char **why,
+			    size_t *at, fastjson_take_fn *take, void *ctx)
+{
+	struct reader r = {.p = (const unsigned char *)data,
+			   .end = (const unsigned char *)data + len,
+			   .str = BUF_INIT,
+			   .take = take,
+			   .take_ctx = ctx};
 	json_t *v = NULL;
 
 	skip_space(&r);
@@ -484,4 +582,83 @@ json_t *fastjson_load(const char *data, size_t len, const char **why,
 	if (at)
 		*at = v ? 0 : (size_t)(r.p - (const unsigned char *)data);
 	return v;
+}
+
+int fastjson_members(const char *data, size_t len, const char *const *keys,
+		     size_t n, struct fastjson_span *out)
+{
+	struct reader r = {.p = (const unsigned char *)data,
+			   .end = (const unsigned char *)data + len,
+			   .str = BUF_INIT};
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = (struct fastjson_span){NULL, 0};
+	skip_space(&r);
+	if (r.p == r.end || *r.p != '{')
+		goto bad;
+	r.p++;
+	skip_space(&r);
+	if (r.p < r.end && *r.p == '}')
+		goto out;
+	for (;;) {
+		const unsigned char *start, *name;
+		size_t i, nlen;
+
+		if (r.p == r.end || *r.p++ != '"')
+			goto bad;
+		name = r.p;
+		if (!scan_string(&r, false))
+			goto bad;
+		nlen = (size_t)(r.p - 1 - name);
+		if (memchr(name, '\\', nlen)) { /* escaped: compare unescaped */
+			r.p = name;
+			if (!read_string(&r))
+				goto bad;
+			name = (const unsigned char *)r.str.ptr;
+			nlen = r.str.len;
+		}
+		skip_space(&r);
+		if (r.p == r.end || *r.p++ != ':')
+			goto bad;
+		skip_space(&r);
+		start = r.p;
+		for (i = 0; i < n; i++)
+			if (!out[i].text && strlen(keys[i]) == nlen &&
+			    !memcmp(keys[i], name, nlen))
+				break;
+		if (!skip_value(&r))
+			goto bad;
+		if (i < n) {
+			out[i].text = (const char *)start;
+			out[i].len = (size_t)(r.p - start);
+			if (++found == (int)n)
+				goto out; /* the rest is not needed */
+		}
+		skip_space(&r);
+		if (r.p < r.end && *r.p == ',') {
+			r.p++;
+			skip_space(&r);
+			continue;
+		}
+		if (r.p < r.end && *r.p == '}')
+			goto out;
+		goto bad;
+	}
+bad:
+	found = -1;
+out:
+	buf_release(&r.str);
+	return found;
+}
+
+bool fastjson_plain_string(const struct fastjson_span *v, const char **s,
+			   size_t *n)
+{
+	if (!v->text || v->len < 2 || v->text[0] != '"' ||
+	    v->text[v->len - 1] != '"' || memchr(v->text, '\\', v->len))
+		return false;
+	*s = v->text + 1;
+	*n = v->len - 2;
+	return true;
 }

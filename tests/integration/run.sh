@@ -3,7 +3,9 @@
 # here holding two apps: --once converges both; the controller applies a
 # pushed commit after the poll interval, restores an image changed with
 # kubectl edit by the next resync (watch off), leaves an HPA's replicas alone with no
-# PATCH over several resyncs, and exits 0 on SIGTERM; a bad config exits
+# PATCH over several resyncs, settles an unchanged object from the verdict
+# kept of its version and still heals it once edited, and exits 0 on
+# SIGTERM; a bad config exits
 # 2 naming FILE:LINE. Loopback only; every wait is bounded; the emulator
 # and the controller are killed on exit.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -183,6 +185,43 @@ expect_eq "$(printf '%s' "$body" | jq -r '"\(.spec.replicas) \(.spec.template.sp
 	"3 nginx:1.1" "the HPA's replicas stay, the image stays healed"
 expect_match 'msg="object written" app=a revision=[0-9a-f]{40} object="?Deployment\.apps default/web' \
 	"$(cat "$tmp/run.err")" "every object written is logged with app, revision, object"
+
+# Verdicts kept from pass to pass: app b's ConfigMap, in sync and listed
+# again in the same version, is settled from its verdict, not compared
+# again; app a's Deployment, with a field another manager owns (warned
+# of), is compared in every pass.
+last_pass() { # APP [FROM]: its last "pass done" line after line FROM
+	tail -n "+${2:-1}" "$tmp/run.err" | grep "msg=\"pass done\" app=$1 " |
+		tail -n 1
+}
+expect_match ' reused=1( |$)' "$(last_pass b)" \
+	"memo: app b's unchanged ConfigMap is settled from its verdict (reused=1)"
+expect_match ' reused=0( |$)' "$(last_pass a)" \
+	"memo: app a's Deployment with a foreign field is compared in every pass"
+# An edit gives the ConfigMap a new resourceVersion: it is compared, and
+# healed; then its new version is settled from a verdict again.
+C=/api/v1/namespaces/default/configmaps/settings
+colour_is() {
+	api GET "$C"
+	[ "$(printf '%s' "$body" | jq -r .data.colour)" = "$1" ]
+}
+mark=$(($(wc -l <"$tmp/run.err") + 1))
+api PATCH "$C?fieldManager=kubectl-edit" application/merge-patch+json \
+	'{"data":{"colour":"red"}}'
+expect_eq "$code" 200 "memo: a kubectl-edit style patch of app b's ConfigMap"
+if wait_for 30 colour_is blue; then
+	ok "memo: the edit of an object with a kept verdict is healed"
+else
+	not_ok "memo: the edit of an object with a kept verdict is healed"
+fi
+reused_again() { last_pass b "$mark" | grep -Eq ' reused=1( |$)'; }
+if wait_for 20 reused_again; then
+	ok "memo: after the heal, the ConfigMap's new version is settled from a verdict"
+else
+	not_ok "memo: after the heal, the ConfigMap's new version is settled from a verdict: $(last_pass b "$mark")"
+fi
+expect_match 'msg="object written" app=b .*ConfigMap default/settings' \
+	"$(tail -n "+$mark" "$tmp/run.err")" "memo: the healing write is app b's, logged"
 
 term_wait "$run_pid"
 expect_rc 0 "SIGTERM: the controller exits 0"

@@ -11,7 +11,8 @@
 #     a status writer stay; the real HPA of app beta (minReplicas above
 #     the declared replicas) owns .spec.replicas through /scale and is
 #     left alone (no write to that Deployment), as /api/v1/apps and
-#     `syncd status` report;
+#     `syncd status` report; the objects in sync are settled from the
+#     verdicts kept of their versions (reused= in the pass log);
 #  3. healing through the watch (resync 1h after a SIGHUP that restarts
 #     the controller, which writes nothing): a `kubectl edit` and a
 #     `kubectl patch` of declared fields are taken back within seconds
@@ -284,6 +285,22 @@ expect_eq "$(rvs "$NS_A" configmaps services secrets)|$(rvs "$NS_B" configmaps s
 	"$rv_a|$rv_b" "resourceVersions of the objects without a status writer unchanged"
 expect_eq "$(nlines "$log" 'msg="object written"' "$from")" 0 \
 	"the resyncs log no object written"
+# Verdicts kept from pass to pass: the objects in sync that a resync lists
+# again in the same version are settled from them, not compared again --
+# alpha's ConfigMap and Service (their resourceVersions stayed, above) and
+# beta's ConfigMap at least; beta's Deployment, with the HPA's field, never.
+reused_of() { # APP FROM: the reused= of APP's last pass since line FROM
+	tail -n "+$2" "$log" | grep "msg=\"pass done\" app=$1 " | tail -n 1 |
+		sed -n 's/.* reused=\([0-9]*\).*/\1/p'
+}
+r_a=$(reused_of alpha "$from")
+r_b=$(reused_of beta "$from")
+if [ "${r_a:-0}" -ge 2 ] && [ "${r_b:-0}" -ge 1 ] && [ "${r_b:-0}" -le 2 ]; then
+	ok "resyncs settle unchanged objects from kept verdicts (alpha reused=$r_a, beta reused=$r_b)"
+else
+	not_ok "resyncs settle unchanged objects from kept verdicts: alpha reused=${r_a:-none}, beta reused=${r_b:-none}"
+	show_log "$log"
+fi
 # What it says about it: the HTTP API and syncd status.
 port=$(sed -n 's/.*msg="serving HTTP".* port=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
 apps=$(curl -sS --max-time 5 "http://127.0.0.1:$port/api/v1/apps")

@@ -125,3 +125,177 @@ Test(json, every_special_byte_at_every_offset)
 			expect_same(text);
 		}
 }
+
+/* fastjson_load_items()'s take: texts offered, those with "take" kept. */
+struct offered {
+	char texts[8][128];
+	size_t n;
+};
+
+static bool take_marked(const char *item, size_t len, void *ctx)
+{
+	struct offered *o = ctx;
+
+	cr_assert_lt(o->n, 8);
+	cr_assert_lt(len, sizeof(o->texts[0]));
+	memcpy(o->texts[o->n], item, len);
+	o->texts[o->n++][len] = '\0';
+	return memmem(item, len, "\"take\"", 6) != NULL;
+}
+
+static char *dump(const json_t *v)
+{
+	return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+}
+
+Test(json, items_taken_are_left_out)
+{
+	const char *text =
+		"{\"kind\":\"List\",\"items\":[ {\"a\":1,\"take\":true} ,"
+		"{\"b\":[1,2]},\n{\"take\":\"\\u00e9\"}, {\"c\":null}],"
+		"\"metadata\":{\"continue\":\"x\"}}";
+	struct offered o = {.n = 0};
+	json_t *all = fastjson_load(text, strlen(text), NULL, NULL);
+	json_t *kept = fastjson_load_items(text, strlen(text), NULL, NULL,
+					   take_marked, &o);
+	char *got;
+
+	cr_assert_not_null(kept);
+	got = dump(kept);
+	cr_expect_str_eq(got, "{\"kind\":\"List\",\"items\":[{\"b\":[1,2]},"
+			      "{\"c\":null}],\"metadata\":{\"continue\":\"x\"}}");
+	free(got);
+	/* Each item offered as its exact text, in order, whole. */
+	cr_assert_eq(o.n, 4);
+	cr_expect_str_eq(o.texts[0], "{\"a\":1,\"take\":true}");
+	cr_expect_str_eq(o.texts[1], "{\"b\":[1,2]}");
+	cr_expect_str_eq(o.texts[2], "{\"take\":\"\\u00e9\"}");
+	cr_expect_str_eq(o.texts[3], "{\"c\":null}");
+	for (size_t i = 0; i < o.n; i++) {
+		json_t *item = fastjson_load(o.texts[i], strlen(o.texts[i]),
+					     NULL, NULL);
+
+		cr_expect(json_equal(item, json_array_get(
+						   json_object_get(all, "items"),
+						   i)),
+			  "item %zu", i);
+		json_decref(item);
+	}
+	json_decref(all);
+	json_decref(kept);
+}
+
+Test(json, items_only_of_the_top_object)
+{
+	static const char *const texts[] = {
+		"[{\"take\":1}]",			  /* not an object */
+		"{\"x\":{\"items\":[{\"take\":1}]}}", /* not at the top */
+		"{\"items\":{\"take\":1}}",		  /* not an array */
+		"{\"items\":[]}",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		struct offered o = {.n = 0};
+		json_t *v = fastjson_load_items(texts[i], strlen(texts[i]), NULL,
+						NULL, take_marked, &o);
+		json_t *w = fastjson_load(texts[i], strlen(texts[i]), NULL,
+					  NULL);
+
+		cr_expect_eq(o.n, 0, "%s: %zu offered", texts[i], o.n);
+		cr_expect(json_equal(v, w), "%s", texts[i]);
+		json_decref(v);
+		json_decref(w);
+	}
+}
+
+/* An item taken is checked all the same: the list fails as it would. */
+Test(json, items_taken_are_checked)
+{
+	static const char *const texts[] = {
+		"{\"items\":[{\"take\":01}]}",
+		"{\"items\":[{\"take\":\"\\x\"}]}",
+		"{\"items\":[{\"take\":1},]}",
+		"{\"items\":[{\"take\":1} {\"take\":2}]}",
+		"{\"items\":[{\"take\":\"\xc0\x80\"}]}",
+		"{\"items\":[{\"take\":tru}]}",
+		"{\"items\":[{\"take\":1}",
+		"{\"items\":[{\"take\":[1,2}]}",
+		"{\"items\":[{\"take\":1e400}]}",
+		"{\"items\":[{\"take\":-9223372036854775809}]}",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+		struct offered o = {.n = 0};
+		const char *why1 = NULL, *why2 = NULL;
+		size_t at1 = 0, at2 = 0;
+		json_t *v = fastjson_load_items(texts[i], strlen(texts[i]),
+						&why1, &at1, take_marked, &o);
+		json_t *w = fastjson_load(texts[i], strlen(texts[i]), &why2,
+					  &at2);
+
+		cr_expect_null(v, "%s: read", texts[i]);
+		cr_expect_null(w, "%s: read", texts[i]);
+		cr_expect_not_null(why1, "%s: no reason", texts[i]);
+		cr_expect_str_eq(why1 ? why1 : "", why2 ? why2 : "", "%s",
+				 texts[i]);
+		cr_expect_eq(at1, at2, "%s: at %zu, not %zu", texts[i], at1,
+			     at2);
+		json_decref(v);
+		json_decref(w);
+	}
+}
+
+Test(json, members_in_one_scan)
+{
+	static const char *const keys[] = {"name", "namespace", "uid"};
+	struct fastjson_span v[3];
+	const char *s;
+	size_t n;
+	const char *meta = "{\"na\\u006de\":\"a\",\"labels\":{\"uid\":\"no\"},"
+			   "\"uid\":\"u-1\",\"name\":\"second\"}";
+
+	cr_expect_eq(fastjson_members(meta, strlen(meta), keys, 3, v), 2);
+	/* The escaped name is "name"; the first of a name counts. */
+	cr_expect(fastjson_plain_string(&v[0], &s, &n));
+	cr_expect_eq(n, 1);
+	cr_expect_eq(s[0], 'a');
+	cr_expect_null(v[1].text); /* absent */
+	cr_expect(fastjson_plain_string(&v[2], &s, &n));
+	cr_expect_eq(n, 3);
+	cr_expect_eq(strncmp(s, "u-1", 3), 0); /* not the label's */
+
+	/* Nothing is read after the last member needed... */
+	const char *cut = "{\"name\":\"x\",\"uid\":\"y\",\"namespace\":\"z\",\"rest";
+	cr_expect_eq(fastjson_members(cut, strlen(cut), keys, 3, v), 3);
+	/* ...but a fault before it fails. */
+	const char *bad = "{\"name\":\"x\",\"uid\":01,\"namespace\":\"z\"}";
+	cr_expect_eq(fastjson_members(bad, strlen(bad), keys, 3, v), -1);
+	cr_expect_eq(fastjson_members("[1]", 3, keys, 3, v), -1);
+	cr_expect_eq(fastjson_members("{}", 2, keys, 3, v), 0);
+	cr_expect_eq(fastjson_members("{\"uid\":{\"a\":[1,\"}\"]}}", 21, keys, 3,
+				      v),
+		     1);
+	cr_expect_eq(v[2].len, 13);
+}
+
+Test(json, plain_strings_only)
+{
+	struct fastjson_span v;
+	const char *s;
+	size_t n;
+
+	v = (struct fastjson_span){"\"abc\"", 5};
+	cr_expect(fastjson_plain_string(&v, &s, &n));
+	cr_expect_eq(n, 3);
+	v = (struct fastjson_span){"\"\"", 2};
+	cr_expect(fastjson_plain_string(&v, &s, &n));
+	cr_expect_eq(n, 0);
+	v = (struct fastjson_span){"\"a\\\"b\"", 6};
+	cr_expect_not(fastjson_plain_string(&v, &s, &n)); /* escaped */
+	v = (struct fastjson_span){"12", 2};
+	cr_expect_not(fastjson_plain_string(&v, &s, &n));
+	v = (struct fastjson_span){"null", 4};
+	cr_expect_not(fastjson_plain_string(&v, &s, &n));
+	v = (struct fastjson_span){NULL, 0};
+	cr_expect_not(fastjson_plain_string(&v, &s, &n));
+}
