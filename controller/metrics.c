@@ -2,10 +2,13 @@
  * metrics: the Prometheus registry of metrics.h.
  *
  * Families and their series live in plain arrays under one mutex: a
- * controller has a few dozen families and a few series per app, and a
- * scrape every 15 s or so, so sorting at render time costs nothing worth
- * an index. A series keeps its labels sorted by name, so {"a", "1", "b",
- * "2"} and {"b", "2", "a", "1"} address the same series.
+ * controller has a few dozen families and a scrape every 15 s or so, so
+ * sorting at render time costs nothing worth an index. Setting a value
+ * is another matter: every pass of every app sets a dozen gauges, each
+ * in a family of a few series per app, so each family finds its series
+ * through a hash index of their labels (one lookup, not a scan of every
+ * app's series). A series keeps its labels sorted by name, so {"a", "1",
+ * "b", "2"} and {"b", "2", "a", "1"} address the same series.
  */
 #include "controller/controller.h"
 
@@ -40,6 +43,9 @@ struct family {
 	size_t nbuckets;
 	struct series **series;
 	size_t nseries, alloc;
+	/* Index + 1 into series by label hash (0: free); cap a power of 2. */
+	size_t *index;
+	size_t index_cap;
 };
 
 struct metrics {
@@ -83,6 +89,7 @@ static void family_free(struct family *f)
 	for (i = 0; i < f->nseries; i++)
 		series_free(f->series[i]);
 	free(f->series);
+	free(f->index);
 	free(f->name);
 	free(f->help);
 	free(f->buckets);
@@ -224,7 +231,57 @@ static int sort_labels(const char *const *labels, bool histogram,
 	return 0;
 }
 
-static bool same_labels(const struct series *s, const char **sorted, size_t n)
+/* FNV-1a over the 2n label strings, a NUL after each. */
+static size_t labels_hash(const char *const *sorted, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < 2 * n; i++)
+		for (const char *p = sorted[i];; p++) {
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+			if (!*p)
+				break;
+		}
+	return (size_t)h;
+}
+
+static bool same_labels(const struct series *s, const char *const *sorted,
+			size_t n);
+
+/* The index slot of the series with these labels, or the free one. */
+static size_t *index_slot(const struct family *f, const char *const *sorted,
+			  size_t n)
+{
+	size_t mask = f->index_cap - 1, i = labels_hash(sorted, n) & mask;
+
+	while (f->index[i] && !same_labels(f->series[f->index[i] - 1], sorted, n))
+		i = (i + 1) & mask;
+	return &f->index[i];
+}
+
+/*
+ * Index every series again, in a table with room for one more while at
+ * most three quarters full.
+ */
+static int reindex(struct family *f)
+{
+	size_t *index, cap = 16;
+
+	while ((f->nseries + 1) * 4 > cap * 3)
+		cap *= 2;
+	if (!(index = calloc(cap, sizeof(*index))))
+		return ERR_NOMEM;
+	free(f->index);
+	f->index = index;
+	f->index_cap = cap;
+	for (size_t i = 0; i < f->nseries; i++)
+		*index_slot(f, (const char *const *)f->series[i]->labels,
+			    f->series[i]->nlabels) = i + 1;
+	return 0;
+}
+
+static bool same_labels(const struct series *s, const char *const *sorted,
+			size_t n)
 {
 	size_t i;
 
@@ -247,7 +304,7 @@ static int get_series(struct metrics *m, const char *name,
 	const char *sorted[2 * MAX_LABELS];
 	struct family *f;
 	struct series *s = NULL;
-	size_t n = 0, i;
+	size_t n = 0, i, *slot;
 	int error;
 
 	f = find_family(m, name);
@@ -258,12 +315,15 @@ static int get_series(struct metrics *m, const char *name,
 	if ((error = sort_labels(labels, type == METRICS_HISTOGRAM, sorted,
 				 &n)) < 0)
 		return error;
-	for (i = 0; i < f->nseries; i++) {
-		if (same_labels(f->series[i], sorted, n)) {
-			*fout = f;
-			*out = f->series[i];
-			return 0;
-		}
+	/* Room for one more, at most three quarters full. */
+	if ((f->nseries + 1) * 4 > f->index_cap * 3 &&
+	    (error = reindex(f)) < 0)
+		return error;
+	slot = index_slot(f, sorted, n);
+	if (*slot) {
+		*fout = f;
+		*out = f->series[*slot - 1];
+		return 0;
 	}
 	if (f->nseries == f->alloc) {
 		size_t na = f->alloc ? 2 * f->alloc : 8;
@@ -292,6 +352,7 @@ static int get_series(struct metrics *m, const char *name,
 			goto nomem;
 	}
 	f->series[f->nseries++] = s;
+	*slot = f->nseries;
 	*fout = f;
 	*out = s;
 	return 0;
@@ -387,7 +448,15 @@ void metrics_remove(struct metrics *m, const char *name, const char *label,
 			else
 				f->series[k++] = f->series[j];
 		}
+		if (k == f->nseries)
+			continue;
 		f->nseries = k;
+		/* Out of memory: no index, and the next lookup makes one. */
+		if (reindex(f) < 0) {
+			free(f->index);
+			f->index = NULL;
+			f->index_cap = 0;
+		}
 	}
 	pthread_mutex_unlock(&m->lock);
 }

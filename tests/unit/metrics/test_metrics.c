@@ -222,6 +222,66 @@ Test(metrics, remove_by_label)
 				   "syncs{app=\"web\",state=\"InSync\"} 1\n");
 }
 
+/* Lines of the scrape that start with `prefix`. */
+static size_t lines_with(const char *text, const char *prefix)
+{
+	size_t n = 0, len = strlen(prefix);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		n += !strncmp(p, prefix, len);
+	return n;
+}
+
+/*
+ * Many apps' series, found by label hash: each set addresses its own
+ * series (values read back), a removal of every other app leaves the
+ * rest addressable, and the removed ones start again from nothing.
+ */
+Test(metrics, many_series_each_found_again)
+{
+	char app[16], line[96];
+	const char *const states[] = {"InSync", "Drifted", "Missing"};
+
+	cr_assert_eq(metrics_declare(m, "objs", METRICS_GAUGE, "O.", NULL, 0),
+		     0);
+	for (int round = 0; round < 2; round++)
+		for (int a = 0; a < 500; a++)
+			for (int st = 0; st < 3; st++) {
+				const char *const l[] = {"state", states[st],
+							 "app", app, NULL};
+
+				snprintf(app, sizeof(app), "app-%03d", a);
+				cr_assert_eq(metrics_gauge_set(m, "objs", l,
+							       a * 10 + st +
+								       round),
+					     0);
+			}
+	cr_assert_eq(lines_with(render(), "objs{"), 1500);
+	snprintf(line, sizeof(line),
+		 "objs{app=\"app-421\",state=\"Missing\"} %d\n", 4210 + 2 + 1);
+	cr_assert_not_null(strstr(render(), line), "%s", line);
+	for (int a = 0; a < 500; a += 2) {
+		snprintf(app, sizeof(app), "app-%03d", a);
+		metrics_remove(m, "objs", "app", app);
+	}
+	cr_assert_eq(lines_with(render(), "objs{"), 750);
+	for (int a = 0; a < 500; a++) {
+		const char *const l[] = {"app", app, "state", "InSync", NULL};
+
+		snprintf(app, sizeof(app), "app-%03d", a);
+		cr_assert_eq(metrics_gauge_set(m, "objs", l, -a), 0);
+	}
+	/* The odd apps' InSync series set again, the even ones' made anew. */
+	cr_assert_eq(lines_with(render(), "objs{"), 1000);
+	cr_assert_not_null(
+		strstr(render(), "objs{app=\"app-002\",state=\"InSync\"} -2\n"));
+	cr_assert_not_null(
+		strstr(render(), "objs{app=\"app-003\",state=\"InSync\"} -3\n"));
+	cr_assert_not_null(
+		strstr(render(), "objs{app=\"app-003\",state=\"Drifted\"} 32\n"));
+	cr_assert_null(strstr(render(), "objs{app=\"app-002\",state=\"Drifted\""));
+}
+
 static void collect(struct metrics *mm, void *ctx)
 {
 	int *calls = ctx;
