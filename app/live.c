@@ -289,8 +289,6 @@ static bool take_settled(const char *text, size_t len, void *ctx)
 	char name[254], ns[64], uid[64];
 	struct health h = HEALTH_INIT;
 	struct diff_object *o = NULL;
-	struct diff_key key;
-	bool wanted;
 
 	if (fastjson_members(text, len, top, 1, &meta) != 1 ||
 	    fastjson_members(meta.text, meta.len, fields, 4, v) < 0)
@@ -314,15 +312,11 @@ static bool take_settled(const char *text, size_t len, void *ctx)
 			 app_memo_version(uid, n[2], s[3], n[3]), &ignored,
 			 &h) != 1)
 		return false;
-	if (diff_key_init(&key, res->group, res->kind, ns, name) < 0) {
-		health_release(&h);
-		return false;
-	}
-	wanted = diff_objset_get(l->st->desired, &key) &&
-		 !diff_objset_get(&l->app->live, &key);
-	diff_key_release(&key);
-	if (!wanted || diff_object_new_settled(&o, res->group, res->kind, ns,
-					       name, uid, ignored) < 0) {
+	if (diff_object_new_settled(&o, res->group, res->kind, ns, name, uid,
+				    ignored) < 0 ||
+	    !diff_objset_get(l->st->desired, &o->key) ||
+	    diff_objset_get(&l->app->live, &o->key)) {
+		diff_object_free(o);
 		health_release(&h);
 		return false;
 	}

@@ -11,6 +11,36 @@
 
 #define HEADER 4 /* the text's length, little-endian */
 
+/*
+ * compress2(..., Z_BEST_SPEED) with a window and a hash table no larger
+ * than the text needs: deflate's state is about 256 KB at its defaults,
+ * set up (and zeroed, and given back) for every text, most of them a
+ * kilobyte. The stream is the same zlib format; a smaller window only
+ * says so in its header, and inflate reads it as any other.
+ */
+static int deflate_sized(unsigned char *out, uLongf *room, const char *text,
+			 size_t len)
+{
+	z_stream z = {0};
+	int bits = 9, error; /* the smallest window zlib writes: 512 bytes */
+
+	while (bits < MAX_WBITS && ((size_t)1 << bits) < len)
+		bits++;
+	/* memLevel m: a hash of 2^(m+7) heads, two for each window byte. */
+	if ((error = deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, bits,
+				  bits - 6 < 8 ? bits - 6 : 8,
+				  Z_DEFAULT_STRATEGY)) != Z_OK)
+		return error;
+	z.next_in = (Bytef *)(uintptr_t)text;
+	z.avail_in = (uInt)len;
+	z.next_out = out;
+	z.avail_out = (uInt)*room;
+	error = deflate(&z, Z_FINISH);
+	*room = z.total_out;
+	deflateEnd(&z);
+	return error == Z_STREAM_END ? Z_OK : Z_BUF_ERROR;
+}
+
 unsigned char *zpack(const char *text, size_t len, size_t *packed_len)
 {
 	uLongf room = compressBound((uLong)len);
@@ -20,8 +50,7 @@ unsigned char *zpack(const char *text, size_t len, size_t *packed_len)
 		return NULL;
 	for (int i = 0; i < HEADER; i++)
 		b[i] = (unsigned char)(len >> (8 * i));
-	if (compress2(b + HEADER, &room, (const Bytef *)text, (uLong)len,
-		      Z_BEST_SPEED) != Z_OK) {
+	if (deflate_sized(b + HEADER, &room, text, len) != Z_OK) {
 		free(b);
 		return NULL;
 	}

@@ -9,6 +9,8 @@
 
 #include "util/zpack.h"
 
+#include <zlib.h>
+
 static void round_trip(const char *text, size_t len)
 {
 	size_t n = 0, back = 0;
@@ -76,4 +78,52 @@ Test(zpack, what_it_did_not_make_is_refused)
 	z[n / 2] ^= 0x55; /* a damaged stream */
 	cr_assert_null(zunpack(z, n, &len));
 	free(z);
+}
+
+/*
+ * The window and hash are sized to the text (deflate's default state is
+ * 256 KB, set up for each text): the output reads back, and is as small
+ * as compress2() at the same level makes it, within 1%.
+ */
+Test(zpack, sized_to_the_text_as_small_as_compress2)
+{
+	static const size_t sizes[] = {1,    100,  511,	 512,	513,
+				       1000, 4096, 5000, 40000, 200000};
+	char *text = malloc(200000);
+	unsigned int seed = 7;
+
+	cr_assert_not_null(text);
+	for (size_t i = 0; i < 200000; i++) {
+		/* JSON-like: words of a small vocabulary, random digits. */
+		static const char *const words[] = {
+			"\"metadata\":{", "\"name\":\"", "cm-", "\"},",
+			"\"data\":{\"fill\":\"", "\"labels\":{", "app-"};
+		const char *w = words[rand_r(&seed) % 7];
+
+		for (; *w && i < 200000; w++)
+			text[i++] = *w;
+		if (i < 200000)
+			text[i] = (char)('0' + rand_r(&seed) % 10);
+	}
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(*sizes); k++) {
+		size_t n = sizes[k], plen, back;
+		uLongf room = compressBound((uLong)n);
+		unsigned char *ref = malloc(room);
+		unsigned char *z = zpack(text, n, &plen);
+		char *u = zunpack(z, plen, &back);
+
+		cr_assert_not_null(u, "%zu bytes", n);
+		cr_assert_eq(back, n);
+		cr_assert_eq(memcmp(u, text, n), 0, "%zu bytes", n);
+		cr_assert_eq(compress2(ref, &room, (const Bytef *)text,
+				       (uLong)n, Z_BEST_SPEED),
+			     Z_OK);
+		cr_expect_leq((plen - 4) * 100, (size_t)room * 101,
+			      "%zu bytes: %zu packed, compress2 %lu", n,
+			      plen - 4, (unsigned long)room);
+		free(ref);
+		free(z);
+		free(u);
+	}
+	free(text);
 }
