@@ -280,6 +280,19 @@ static int reindex(struct family *f)
 	return 0;
 }
 
+/*
+ * After the series moved (sorted, some removed): indexed again, or, out of
+ * memory, no index, which the next lookup makes.
+ */
+static void index_again(struct family *f)
+{
+	if (reindex(f) < 0) {
+		free(f->index);
+		f->index = NULL;
+		f->index_cap = 0;
+	}
+}
+
 static bool same_labels(const struct series *s, const char *const *sorted,
 			size_t n)
 {
@@ -451,12 +464,7 @@ void metrics_remove(struct metrics *m, const char *name, const char *label,
 		if (k == f->nseries)
 			continue;
 		f->nseries = k;
-		/* Out of memory: no index, and the next lookup makes one. */
-		if (reindex(f) < 0) {
-			free(f->index);
-			f->index = NULL;
-			f->index_cap = 0;
-		}
+		index_again(f);
 	}
 	pthread_mutex_unlock(&m->lock);
 }
@@ -583,6 +591,7 @@ static int render_family(struct buf *out, struct family *f)
 	if (!f->nseries)
 		return 0;
 	qsort(f->series, f->nseries, sizeof(*f->series), cmp_series);
+	index_again(f);
 	if ((error = buf_addf(out, "# HELP %s ", f->name)) < 0 ||
 	    (error = add_escaped(out, f->help, false)) < 0 ||
 	    (error = buf_addf(out, "\n# TYPE %s %s\n", f->name,

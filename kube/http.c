@@ -963,7 +963,6 @@ static void report(struct kube_client *c, const char *method,
 			       c->on_response_ctx);
 }
 
-
 /* kube_request_accept(), with a list's items offered to `take` (NULL: none). */
 static int request(struct kube_client *c, const char *method, const char *path,
 		   const char *accept, const char *content_type,

@@ -149,12 +149,9 @@ static bool word_special(uint64_t w)
 }
 
 /*
- * The string at r->p (just past its opening quote) into r->str, unescaped.
- * Plain bytes are copied a run at a time.
- */
-/*
- * Past a string's characters and its closing quote (r->p just after the
- * opening one), checked: into r->str unescaped if `keep`.
+ * The string at r->p (just past its opening quote), checked, up to and
+ * past its closing quote: into r->str, unescaped, if `keep`. Plain bytes
+ * are copied a run at a time.
  */
 static bool scan_string(struct reader *r, bool keep)
 {

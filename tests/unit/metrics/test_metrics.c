@@ -234,8 +234,9 @@ static size_t lines_with(const char *text, const char *prefix)
 
 /*
  * Many apps' series, found by label hash: each set addresses its own
- * series (values read back), a removal of every other app leaves the
- * rest addressable, and the removed ones start again from nothing.
+ * series (values read back), also after a scrape sorted them; a removal
+ * of every other app leaves the rest addressable, and the removed ones
+ * start again from nothing.
  */
 Test(metrics, many_series_each_found_again)
 {
@@ -256,6 +257,14 @@ Test(metrics, many_series_each_found_again)
 								       round),
 					     0);
 			}
+	cr_assert_eq(lines_with(render(), "objs{"), 1500);
+	/* A scrape sorts the series: each is still found where it went. */
+	for (int a = 0; a < 500; a++) {
+		const char *const l[] = {"app", app, "state", "Drifted", NULL};
+
+		snprintf(app, sizeof(app), "app-%03d", a);
+		cr_assert_eq(metrics_gauge_set(m, "objs", l, a * 10 + 1 + 1), 0);
+	}
 	cr_assert_eq(lines_with(render(), "objs{"), 1500);
 	snprintf(line, sizeof(line),
 		 "objs{app=\"app-421\",state=\"Missing\"} %d\n", 4210 + 2 + 1);
