@@ -68,7 +68,11 @@ git -C "$repo" -c user.name=t -c user.email=t@example.com \
 	-c commit.gpgsign=false commit -qm one
 
 # config RESYNC WINDOW [APPS...]: the configuration with those apps (a, b,
-# c, d; c takes foreign fields under override).
+# c, d; c takes foreign fields under override). The fight window is 10 s:
+# the checks made while a fight holds (no write for 2.5 s, the rest of
+# the object healed, the report read) must all fit in it, also when the
+# passes are slow on a loaded machine (with 4 s they did not, there).
+# After it, the fields are written again.
 config() {
 	local resync=$1 window=$2 app
 	shift 2
@@ -97,7 +101,7 @@ EOF
 	done
 	return 0
 }
-config 1h 4s a b c | sed 's/name: a-manual/name: a/' >"$tmp/syncd.yaml"
+config 1h 10s a b c | sed 's/name: a-manual/name: a/' >"$tmp/syncd.yaml"
 
 D=/apis/apps/v1/namespaces/default/deployments
 CM=/api/v1/namespaces/default/configmaps
@@ -247,7 +251,7 @@ else
 fi
 
 # Add d, remove b, make a report only (selfHeal: false): apps only change.
-config 1h 4s a-manual c d | sed 's/name: a-manual/name: a/' >"$tmp/syncd.yaml"
+config 1h 10s a-manual c d | sed 's/name: a-manual/name: a/' >"$tmp/syncd.yaml"
 kill -HUP "$run_pid"
 reloaded() { log_has 'msg="config reloaded" .*apps="added=1 removed=1 changed=1 unchanged=1"'; }
 if wait_for 20 reloaded; then
@@ -271,7 +275,7 @@ expect_eq "$(field "$CM/settings" .data.colour)" edited \
 expect_eq "$(image)" nginx:edited "the changed app runs with its new settings (selfHeal: false)"
 
 # A global setting changes: the controller restarts with the new file.
-config 2s 4s a c d >"$tmp/syncd.yaml"
+config 2s 10s a c d >"$tmp/syncd.yaml"
 kill -HUP "$run_pid"
 restarted() { log_has 'msg="config reloaded, controller restarted"'; }
 if wait_for 20 restarted; then
