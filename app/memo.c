@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fnv.h"
 #include "util/banned.h" /* last */
 
 #define MEMO_REASONS 64 /* distinct health reasons kept; more: not kept */
@@ -71,19 +72,16 @@ size_t app_memo_len(const struct app_memo *m)
 	return m ? m->len : 0;
 }
 
+/* h carried over the n bytes at s and the NUL after them. */
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h * 0x100000001b3ull; /* the NUL after it */
+	return fnv1a(fnv1a(h, s, n), "", 1);
 }
-
-#define FNV_BASIS 0xcbf29ce484222325ull
 
 uint64_t app_memo_key(const char *group, const char *kind, const char *ns,
 		      size_t ns_len, const char *name, size_t name_len)
 {
-	uint64_t h = fnv(FNV_BASIS, group, strlen(group));
+	uint64_t h = fnv(FNV1A_BASIS, group, strlen(group));
 
 	h = fnv(h, kind, strlen(kind));
 	h = fnv(h, ns, ns_len);
@@ -94,7 +92,7 @@ uint64_t app_memo_key(const char *group, const char *kind, const char *ns,
 uint64_t app_memo_version(const char *uid, size_t uid_len, const char *rv,
 			  size_t rv_len)
 {
-	return fnv(fnv(FNV_BASIS, uid, uid_len), rv, rv_len);
+	return fnv(fnv(FNV1A_BASIS, uid, uid_len), rv, rv_len);
 }
 
 static struct memo_entry *slot(const struct app_memo *m, uint64_t key)

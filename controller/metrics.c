@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fnv.h"
 #include "util/banned.h" /* last */
 
 /* Label pairs per series: far more than any metric of ours carries. */
@@ -234,14 +235,10 @@ static int sort_labels(const char *const *labels, bool histogram,
 /* FNV-1a over the 2n label strings, a NUL after each. */
 static size_t labels_hash(const char *const *sorted, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = FNV1A_BASIS;
 
 	for (size_t i = 0; i < 2 * n; i++)
-		for (const char *p = sorted[i];; p++) {
-			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-			if (!*p)
-				break;
-		}
+		h = fnv1a(h, sorted[i], strlen(sorted[i]) + 1);
 	return (size_t)h;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fnv.h"
 #include "util/banned.h" /* last */
 
 void diff_api_version_split(const char *api_version, size_t *group_len,
@@ -231,16 +232,9 @@ const char *diff_object_uid(const struct diff_object *obj)
 		json_object_get(json_object_get(obj->json, "metadata"), "uid"));
 }
 
-/* FNV-1a over the key bytes. */
 static uint64_t key_hash(const struct diff_key *key)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < key->mem_len_; i++) {
-		h ^= (unsigned char)key->mem_[i];
-		h *= 1099511628211ull;
-	}
-	return h;
+	return fnv1a(FNV1A_BASIS, key->mem_, key->mem_len_);
 }
 
 #define SLOT_EMPTY ((size_t)-1)

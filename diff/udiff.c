@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fnv.h"
 #include "util/banned.h" /* last */
 
 /* One text, split into lines. */
@@ -136,13 +137,7 @@ static int text_split(struct text *t, const char *ptr, size_t len)
 
 static uint64_t hash_line(const char *p, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	while (len--) {
-		h ^= (unsigned char)*p++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
+	return fnv1a(FNV1A_BASIS, p, len);
 }
 
 /*
